@@ -397,7 +397,7 @@ def _has_padding(p):
 
 def _resolve_grid(parsed, grid, nranks, ndim):
     fixed = []
-    for i, (kind, options) in enumerate(parsed):
+    for kind, options in parsed:
         if kind == "n":
             fixed.append(1)
         elif kind == "u" and "indices" in options:

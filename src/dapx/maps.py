@@ -533,7 +533,7 @@ class UnstructuredMap(Map):
     ([0, 1], [1, 2])
     """
 
-    __slots__ = ("_indices", "_normalized", "_one_to_one", "_owner_rank", "_owner_local")
+    __slots__ = ("_indices", "_normalized", "_one_to_one", "_owner_local", "_owner_rank")
     dist_type = "u"
 
     def __init__(self, size: int, indices: Sequence, one_to_one: bool | None = None):
