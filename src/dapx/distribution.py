@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,6 +72,9 @@ class Distribution:
         object.__setattr__(self, "_grid", grid)
 
     def __setattr__(self, name, value):
+        raise AttributeError("Distribution is immutable")
+
+    def __delattr__(self, name):
         raise AttributeError("Distribution is immutable")
 
     # -- construction ------------------------------------------------------------
@@ -503,7 +507,11 @@ def _map_along(dim_data, grid, i):
     try:
         return map_from_dim_dicts([dim_data[first_rank[c]][i] for c in range(P)])
     except DAPError as e:
-        raise DAPError(f"dim {i}: {e}") from None
+        # Map errors speak of grid ranks; name the process ranks too.
+        named = sorted({int(g) for g in re.findall(r"grid rank (\d+)", str(e))})
+        where = ", ".join(f"grid rank {g} is rank {first_rank[g]}" for g in named)
+        message = f"{e} ({where})" if where else str(e)
+        raise DAPError(f"dim {i}, {message}") from None
 
 
 def _describe(m: Map) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DAPError"]
+__all__ = ["DAPError", "GatherWarning", "RankError"]
 
 
 class DAPError(ValueError):
@@ -18,6 +18,24 @@ class DAPError(ValueError):
     >>> issubclass(dapx.DAPError, ValueError)
     True
     """
+
+
+class GatherWarning(UserWarning):
+    """A whole distributed array is being copied to every process.
+
+    Emitted by implicit conversions (``np.asarray(a)``) of arrays larger than
+    ``dapx.config.gather_warning_threshold`` elements. Set the threshold to 0
+    and turn the warning into an error to catch every hidden gather.
+    """
+
+
+class RankError(RuntimeError):
+    """An operation failed on another rank; raised on every rank so none hangs."""
+
+    def __init__(self, rank: int, original: str):
+        super().__init__(f"rank {rank} failed: {original}")
+        self.rank = rank
+        self.original = original
 
 
 def dap_error(

@@ -49,6 +49,9 @@ class ProcessGrid:
     def __setattr__(self, name, value):
         raise AttributeError("ProcessGrid is immutable")
 
+    def __delattr__(self, name):
+        raise AttributeError("ProcessGrid is immutable")
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Processes along each grid dimension."""

@@ -62,6 +62,9 @@ class Map(ABC):
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
 
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
     @property
     def size(self) -> int:
         """Global number of indices (the DAP ``size``)."""

@@ -195,7 +195,7 @@ def normalize_dim_dict(
     dist_type = d["dist_type"]
     if minor == 9 and dist_type == "n":
         return _from_v09_undistributed(d, length, fail)
-    if dist_type not in _REQUIRED:
+    if not isinstance(dist_type, str) or dist_type not in _REQUIRED:
         allowed = "'b', 'c', 'u'" + (" or 'n'" if minor == 9 else "")
         raise fail(f"must be one of {allowed}, got {dist_type!r}", "dist_type")
     allowed_keys = set(_COMMON) | set(_REQUIRED[dist_type]) | set(_OPTIONAL[dist_type])

@@ -2,17 +2,33 @@
 
 Each backend registers here under its name with a probe that tells whether
 its runtime requirements are installed. The array logic itself lives above
-this package and is written once.
+this package and is written once against `dapx.backends.base.Backend`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 
-__all__ = ["available_backends", "register_backend"]
+from .base import Backend
+from .simulated import SimulatedBackend, simulated
+
+__all__ = [
+    "Backend",
+    "SimulatedBackend",
+    "available_backends",
+    "default_backend",
+    "get_backend",
+    "register_backend",
+    "set_backend",
+    "simulated",
+    "use_backend",
+]
 
 _REGISTRY: dict[str, Callable[[], bool]] = {}
+_current: Backend | None = None
 
 
 def register_backend(name: str, probe: Callable[[], bool]) -> None:
@@ -27,3 +43,61 @@ def available_backends() -> dict[str, bool]:
 
 def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
+
+
+def _mpi_world_size() -> int:
+    """Processes in this job as the launcher tells it, without importing mpi4py."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return 1
+
+
+def default_backend() -> Backend:
+    """The backend used when none is given.
+
+    ``DAPX_BACKEND=mpi|simulated`` decides when set. Otherwise MPI when the
+    process runs under mpiexec with more than one process and mpi4py is
+    installed, else the simulated backend with ``DAPX_RANKS`` ranks (4).
+    """
+    choice = os.environ.get("DAPX_BACKEND", "").strip().lower()
+    if choice not in ("", "mpi", "simulated"):
+        raise ValueError(f"DAPX_BACKEND must be 'mpi' or 'simulated', got {choice!r}")
+    if choice == "mpi" or (not choice and _mpi_world_size() > 1 and _installed("mpi4py")):
+        from .mpi import mpi
+
+        return mpi()
+    return simulated()
+
+
+def get_backend() -> Backend:
+    """The current backend: the one set by `set_backend`, else `default_backend()`."""
+    global _current
+    if _current is None:
+        _current = default_backend()
+    return _current
+
+
+def set_backend(backend: Backend) -> None:
+    """Make `backend` the current backend for creation functions."""
+    global _current
+    if not isinstance(backend, Backend):
+        raise TypeError(f"expected a dapx backend, got {backend!r}")
+    _current = backend
+
+
+@contextlib.contextmanager
+def use_backend(backend: Backend) -> Iterator[Backend]:
+    """Use `backend` inside a ``with`` block, then restore the previous one."""
+    global _current
+    if not isinstance(backend, Backend):
+        raise TypeError(f"expected a dapx backend, got {backend!r}")
+    previous, _current = _current, backend
+    try:
+        yield backend
+    finally:
+        _current = previous
+
+
+register_backend("simulated", lambda: True)
+register_backend("mpi", lambda: _installed("mpi4py"))

@@ -1,0 +1,89 @@
+"""The backend interface: where the local blocks of distributed arrays live.
+
+A backend owns ranks ``0 .. nranks-1``; this process runs the ranks listed in
+`Backend.local_ranks` (all of them on the simulated backend, one per process
+under MPI). Array logic above this package talks to blocks only through the
+methods here, so that it is written once for every backend.
+
+Every collective is SPMD: each process calls it with the values of *its own*
+local ranks (a dict keyed by rank) and gets back what those ranks receive.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Backend"]
+
+
+class Backend(ABC):
+    """Abstract backend: a small required core and defaults built on it.
+
+    Required: `nranks`, `local_ranks`, `allgather`, `alltoallv`, `bcast`,
+    `barrier`. The defaults of `map_blocks` and `combine` run local work
+    eagerly and reduce partials in rank order; a backend whose blocks live
+    elsewhere overrides them.
+    """
+
+    name: str = "abstract"
+
+    @property
+    @abstractmethod
+    def nranks(self) -> int:
+        """Total number of ranks."""
+
+    @property
+    @abstractmethod
+    def local_ranks(self) -> tuple[int, ...]:
+        """The ranks whose blocks this process holds, ascending."""
+
+    @abstractmethod
+    def allgather(self, values: Mapping[int, Any]) -> list:
+        """Every rank's value, in rank order, on every process.
+
+        `values` maps each local rank to a small object (metadata, partials).
+        """
+
+    @abstractmethod
+    def alltoallv(
+        self, sends: Mapping[int, Mapping[int, np.ndarray]]
+    ) -> dict[int, dict[int, np.ndarray]]:
+        """Exchange index-addressed pieces: ``sends[src][dst]`` -> ``result[dst][src]``.
+
+        `sends` has an entry for each local rank (possibly empty); the result
+        has an entry for each local rank, holding what every source sent it.
+        Pieces are 1-D contiguous arrays of one dtype.
+        """
+
+    @abstractmethod
+    def bcast(self, value: Any, root: int) -> Any:
+        """`value` as known on rank `root`, on every process."""
+
+    @abstractmethod
+    def barrier(self) -> None:
+        """Wait until every rank arrives."""
+
+    # -- defaults built on the core -------------------------------------------------
+    def map_blocks(self, func: Callable, *blocks: Mapping[int, Any], **kwargs) -> dict:
+        """``{rank: func(blocks[0][rank], blocks[1][rank], ..., **kwargs)}`` for local ranks."""
+        return {r: func(*(b[r] for b in blocks), **kwargs) for r in self.local_ranks}
+
+    def combine(self, partials: Mapping[int, Any], op: Callable[[Any, Any], Any]) -> Any:
+        """Reduce one partial per rank with `op`, strictly in rank order.
+
+        Partials that are None (ranks with nothing to contribute) are skipped;
+        the result is None when every partial is.
+        """
+        present = [p for p in self.allgather(partials) if p is not None]
+        return functools.reduce(op, present) if present else None
+
+    def is_local(self, rank: int) -> bool:
+        return rank in self.local_ranks
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(nranks={self.nranks})"

@@ -1,0 +1,193 @@
+"""Pure exchange plans: which elements move from which rank to which.
+
+A plan moves the elements of an array laid out by a source `Distribution`
+into the layout of a target `Distribution` of the same number of
+dimensions. It is computed from the two distributions alone, dimension by
+dimension, without communication and without a Python loop over elements,
+and each process computes only its own side: the pieces its local ranks
+send and the pieces its local ranks receive.
+
+Within a piece, elements are ordered by ascending global index along every
+dimension, so sender and receiver agree on the order without talking.
+A source dimension of size 1 under a larger target dimension is broadcast:
+every target rank receives that one index, in a length-1 axis.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .distribution import Distribution
+from .maps import Map
+
+__all__ = ["DimSelection", "ExchangePlan", "exchange_plan", "simplify_index"]
+
+Index = slice | np.ndarray
+
+
+def simplify_index(idx: np.ndarray) -> Index:
+    """An arithmetic progression as a slice (fast basic indexing), else the array.
+
+    >>> simplify_index(np.array([2, 4, 6]))
+    slice(2, 8, 2)
+    >>> simplify_index(np.array([3, 2, 1, 0]))
+    slice(3, None, -1)
+    >>> simplify_index(np.array([0, 5, 6]))
+    array([0, 5, 6])
+    """
+    n = idx.size
+    if n == 0:
+        return slice(0, 0)
+    first = int(idx[0])
+    if n == 1:
+        return slice(first, first + 1)
+    step = int(idx[1]) - first
+    if step == 0:
+        return idx
+    last = int(idx[-1])
+    if last - first != step * (n - 1) or not (np.diff(idx) == step).all():
+        return idx
+    stop = last + step
+    return slice(first, stop if stop >= 0 else None, step)
+
+
+def _groups(keys: np.ndarray, order_by: np.ndarray):
+    """Positions grouped by key value, each group sorted by `order_by`."""
+    order = np.lexsort((order_by, keys))
+    sorted_keys = keys[order]
+    uniq, starts = np.unique(sorted_keys, return_index=True)
+    bounds = [*starts.tolist(), order.size]
+    return {int(k): order[bounds[i] : bounds[i + 1]] for i, k in enumerate(uniq)}
+
+
+class DimSelection(NamedTuple):
+    """One dimension of a piece: where it comes from and where it goes."""
+
+    src: Index
+    dst: Index
+    count: int
+
+
+def _dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
+    """What grid coordinate `a` of `src` sends to each coordinate of `dst`."""
+    owned = src.owned_indices(a)
+    if owned.size == 0:
+        return {}
+    _, src_local = src.owner(owned)
+    if src.size == 1 and dst.size != 1:  # broadcast: everyone receives index 0
+        one = DimSelection(simplify_index(src_local), slice(0, 1), 1)
+        return {b: one for b in range(dst.nprocs) if dst.num_owned(b)}
+    coords, dst_local = dst.owner(owned)
+    out = {}
+    for b, pos in _groups(coords, owned).items():
+        out[b] = DimSelection(
+            simplify_index(src_local[pos]), simplify_index(dst_local[pos]), int(pos.size)
+        )
+    return out
+
+
+def _dim_recvs(src: Map, dst: Map, b: int) -> dict[int, DimSelection]:
+    """What grid coordinate `b` of `dst` receives from each coordinate of `src`."""
+    if src.size == 1 and dst.size != 1:
+        if dst.num_owned(b) == 0:
+            return {}
+        a, src_local = src.owner(np.zeros(1, np.intp))
+        return {int(a[0]): DimSelection(simplify_index(src_local), slice(0, 1), 1)}
+    wanted = dst.owned_indices(b)
+    if wanted.size == 0:
+        return {}
+    _, dst_local = dst.owner(wanted)
+    coords, src_local = src.owner(wanted)
+    out = {}
+    for a, pos in _groups(coords, wanted).items():
+        out[a] = DimSelection(
+            simplify_index(src_local[pos]), simplify_index(dst_local[pos]), int(pos.size)
+        )
+    return out
+
+
+class Piece(NamedTuple):
+    """One N-D piece between a source and a destination rank."""
+
+    src_key: tuple
+    dst_key: tuple
+    shape: tuple[int, ...]
+
+
+class ExchangePlan(NamedTuple):
+    """The local side of an exchange.
+
+    ``sends[src_rank][dst_rank]`` and ``recvs[dst_rank][src_rank]`` are
+    `Piece` s for this process's local ranks only.
+    """
+
+    sends: dict[int, dict[int, Piece]]
+    recvs: dict[int, dict[int, Piece]]
+    dst_local_shapes: dict[int, tuple[int, ...]]
+
+
+def _as_array(idx: Index) -> np.ndarray:
+    if isinstance(idx, np.ndarray):
+        return idx
+    step = idx.step or 1
+    stop = idx.stop if idx.stop is not None else -1
+    return np.arange(idx.start, stop, step, dtype=np.intp)
+
+
+def _key(sels: Sequence[DimSelection], side: str) -> tuple:
+    """A NumPy index selecting the piece: basic slices when possible, else ``np.ix_``."""
+    idx = [getattr(s, side) for s in sels]
+    if all(isinstance(i, slice) for i in idx):
+        return tuple(idx)
+    return np.ix_(*[_as_array(i) for i in idx])
+
+
+def _combine(per_dim: Sequence[dict[int, DimSelection]], grid, coord_of_rank):
+    """For each rank of `grid` that every dimension pairs with, the N-D piece."""
+    out = {}
+    for other in range(grid.nranks):
+        coords = coord_of_rank(other)
+        sels = []
+        for k, c in enumerate(coords):
+            s = per_dim[k].get(c)
+            if s is None:
+                break
+            sels.append(s)
+        else:
+            out[other] = Piece(_key(sels, "src"), _key(sels, "dst"), tuple(s.count for s in sels))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def exchange_plan(src: Distribution, dst: Distribution, local_ranks: tuple[int, ...]):
+    """The sends and receives of `local_ranks` that move `src`'s layout into `dst`'s.
+
+    Both distributions have the same number of dimensions and the same
+    number of ranks; ``src.shape[k]`` is either ``dst.shape[k]`` or 1
+    (broadcast). Every element a destination rank owns is received from its
+    owner in `src`; padding is not filled (that is a halo update).
+    """
+    if src.ndim != dst.ndim:
+        raise ValueError(f"cannot plan from {src.ndim}-d to {dst.ndim}-d")
+    for k, (m, n) in enumerate(zip(src.shape, dst.shape)):
+        if m != n and m != 1:
+            raise ValueError(f"dimension {k}: size {m} does not broadcast to {n}")
+    sends, recvs, shapes = {}, {}, {}
+    for r in local_ranks:
+        if r < src.nranks:
+            ca = src.coords(r)
+            per_dim = [_dim_sends(src.maps[k], dst.maps[k], c) for k, c in enumerate(ca)]
+            sends[r] = _combine(per_dim, dst.grid, dst.coords)
+        if r < dst.nranks:
+            cb = dst.coords(r)
+            per_dim = [_dim_recvs(src.maps[k], dst.maps[k], c) for k, c in enumerate(cb)]
+            recvs[r] = _combine(per_dim, src.grid, src.coords)
+            shapes[r] = tuple(
+                1 if (m == 1 and n != 1) else L
+                for m, n, L in zip(src.shape, dst.shape, dst.local_shape(r))
+            )
+    return ExchangePlan(sends, recvs, shapes)
