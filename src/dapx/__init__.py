@@ -29,3 +29,58 @@ __all__ += ["Distribution"]
 from . import protocol
 
 __all__ += ["protocol"]
+
+from .errors import GatherWarning, RankError
+
+__all__ += ["GatherWarning", "RankError"]
+
+from .config import config
+
+__all__ += ["config"]
+
+from .backends import (
+    Backend,
+    default_backend,
+    get_backend,
+    set_backend,
+    simulated,
+    use_backend,
+)
+
+__all__ += ["Backend", "default_backend", "get_backend", "set_backend", "simulated", "use_backend"]
+
+from .array import DistributedArray
+
+__all__ += ["DistributedArray"]
+
+from .creation import (
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    from_distarray,
+    fromfunction,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+
+__all__ += [
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "from_distarray",
+    "fromfunction",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+]

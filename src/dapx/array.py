@@ -1,0 +1,291 @@
+"""`DistributedArray`: the global view of an array whose blocks live on ranks.
+
+An array is its global `shape`, `dtype`, an immutable `Distribution`, a
+backend, and the local NumPy arrays of the ranks this process owns. All
+array logic lives in the modules around this one (elementwise, reductions,
+indexing, manipulation, ...) and reaches blocks only through the backend.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from .backends import Backend
+from .config import config
+from .dispatch import HANDLED_FUNCTIONS
+from .distribution import Distribution
+from .errors import GatherWarning
+from .protocol import PROTOCOL_VERSION
+
+__all__ = ["DistributedArray"]
+
+#: The 0-d distribution: one "rank" on a grid of no dimensions; 0-d arrays
+#: are replicated, every process holding the same scalar.
+SCALAR = Distribution(())
+
+
+class DistributedArray(NDArrayOperatorsMixin):
+    """A NumPy-like array distributed over the ranks of a backend.
+
+    Build one with the creation functions (`dapx.asarray`, `dapx.zeros`,
+    `dapx.from_distarray`, ...), not with this constructor.
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> a = dapx.arange(10, backend=dapx.simulated(4))
+    >>> a.shape, a.distribution.grid_shape
+    ((10,), (4,))
+    >>> a.local(1)
+    array([3, 4, 5])
+    >>> int(np.sum(a * 2))
+    90
+    """
+
+    __slots__ = ("__weakref__", "_backend", "_dist", "_dtype", "_locals")
+    __array_priority__ = 20
+
+    def __init__(
+        self,
+        dist: Distribution,
+        locals_: Mapping[int, np.ndarray],
+        backend: Backend,
+        dtype: Any = None,
+    ):
+        if dist.ndim and dist.nranks != backend.nranks:
+            raise ValueError(
+                f"the distribution has {dist.nranks} ranks (grid {dist.grid_shape}) but the "
+                f"backend has {backend.nranks}"
+            )
+        locals_ = dict(locals_)
+        if set(locals_) != set(backend.local_ranks):
+            raise ValueError(
+                f"expected local arrays for ranks {list(backend.local_ranks)}, "
+                f"got {sorted(locals_)}"
+            )
+        if dtype is None:
+            dtype = next(iter(locals_.values())).dtype
+        self._dist = dist
+        self._backend = backend
+        self._dtype = np.dtype(dtype)
+        self._locals = locals_
+
+    # -- attributes ---------------------------------------------------------------------
+    @property
+    def distribution(self) -> Distribution:
+        """The immutable layout of this array over the process grid."""
+        return self._dist
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._dist.global_shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._dist.ndim
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def locals(self) -> MappingProxyType:
+        """Read-only mapping rank -> local NumPy array, for this process's ranks."""
+        return MappingProxyType(self._locals)
+
+    def __len__(self) -> int:
+        if not self.ndim:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # -- local data and the DAP -----------------------------------------------------------
+    def _rank(self, rank: int | None) -> int:
+        local = self._backend.local_ranks
+        if rank is None:
+            if len(local) != 1:
+                raise ValueError(
+                    f"this process holds ranks {list(local)}; pass rank= to choose one"
+                )
+            return local[0]
+        if rank not in self._locals:
+            raise ValueError(
+                f"rank {rank} is not held by this process (it holds {list(local)})"
+            )
+        return rank
+
+    def local(self, rank: int | None = None) -> np.ndarray:
+        """The local array of `rank` (default: the only local rank), shared, not copied."""
+        return self._locals[self._rank(rank)]
+
+    def distarray(self, rank: int | None = None) -> dict:
+        """The ``__distarray__`` dict of `rank`; its buffer shares memory with `local`."""
+        r = self._rank(rank)
+        dim_data = () if not self.ndim else self._dist.dim_data(r)
+        return {"__version__": PROTOCOL_VERSION, "buffer": self._locals[r], "dim_data": dim_data}
+
+    def __distarray__(self) -> dict:
+        """The DAP export of this process's rank.
+
+        Raises when this process holds several ranks (the simulated backend):
+        use ``a.distarray(rank)`` there.
+        """
+        local = self._backend.local_ranks
+        if len(local) != 1:
+            raise ValueError(
+                f"__distarray__() needs exactly one local rank but this process holds "
+                f"{len(local)} ({type(self._backend).__name__}); call a.distarray(rank) instead"
+            )
+        return self.distarray(local[0])
+
+    def gather(self) -> np.ndarray:
+        """The whole array as one NumPy array on every process (explicit gather)."""
+        from .redistribute import gather
+
+        return gather(self)
+
+    def to_numpy(self) -> np.ndarray:
+        """Alias of `gather`."""
+        return self.gather()
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a DistributedArray cannot be viewed as one NumPy array without a copy")
+        if self.size > config.gather_warning_threshold:
+            warnings.warn(
+                f"np.asarray gathers the whole {self.shape} array to every process; "
+                "call .gather() to do it on purpose",
+                GatherWarning,
+                stacklevel=2,
+            )
+        out = self.gather()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def redistribute(self, dist=None, grid=None, **options) -> DistributedArray:
+        """The same values laid out by a new distribution, in one exchange.
+
+        Parameters
+        ----------
+        dist, grid, **options
+            As in `dapx.Distribution.create`, or a `Distribution` as `dist`.
+        """
+        from .redistribute import redistribute
+
+        return redistribute(self, dist, grid, **options)
+
+    # -- NumPy protocols --------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .elementwise import apply_ufunc
+
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        impl = HANDLED_FUNCTIONS.get(func)
+        if impl is None:
+            return NotImplemented
+        for t in types:
+            if not (issubclass(t, (DistributedArray, np.ndarray)) or t in _SCALAR_TYPES):
+                return NotImplemented
+        return impl(*args, **kwargs)
+
+    # -- indexing (implemented in indexing.py) ----------------------------------------------
+
+    # -- NumPy-style methods (implemented in reductions.py and manipulation.py) -------------
+
+    # -- scalars (0-d) ------------------------------------------------------------------------
+    def _scalar(self):
+        if self.ndim:
+            raise TypeError(
+                f"only 0-d (or size-1) arrays convert to Python scalars; this one has shape "
+                f"{self.shape}"
+            )
+        return self._locals[self._backend.local_ranks[0]][()]
+
+    def __float__(self):
+        return float(self._scalar())
+
+    def __int__(self):
+        return int(self._scalar())
+
+    def __complex__(self):
+        return complex(self._scalar())
+
+    def __bool__(self):
+        if self.ndim:
+            if self.size != 1:
+                raise ValueError(
+                    "the truth value of an array with more than one element is ambiguous"
+                )
+            return bool(self.reshape(()))
+        return bool(self._scalar())
+
+    def __index__(self):
+        if self._dtype.kind not in "iub":
+            raise TypeError(f"only integer arrays can be used as an index, not {self._dtype}")
+        return int(self._scalar())
+
+    def item(self):
+        """The single element as a Python scalar (0-d or size-1 arrays)."""
+        if self.ndim:
+            return self.reshape(()).item()
+        return self._scalar().item()
+
+    # -- repr -----------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from .display import array_repr
+
+        return array_repr(self)
+
+    def _repr_inline_(self, max_width: int) -> str:
+        from .display import inline_repr
+
+        return inline_repr(self, max_width)
+
+    def _repr_html_(self) -> str:
+        from .display import html_repr
+
+        return html_repr(self)
+
+    # -- internal constructors --------------------------------------------------------------------
+    def _new(self, dist: Distribution, locals_: Mapping[int, np.ndarray], dtype=None):
+        return DistributedArray(dist, locals_, self._backend, dtype)
+
+    def _is_temporary(self, refcount: int) -> bool:
+        """Whether this array and its local buffers are referenced only by the caller.
+
+        Lets binary operators write into a temporary instead of allocating
+        (NumPy's temporary elision, which a wrapper otherwise loses).
+        """
+        if sys.getrefcount(self) > refcount:
+            return False
+        for block in self._locals.values():
+            # The dict entry and getrefcount's argument; anything more is a user's view.
+            if block.base is not None or not block.flags.writeable or sys.getrefcount(block) > 2:
+                return False
+        return True
+
+
+_SCALAR_TYPES = (int, float, complex, bool, np.generic)

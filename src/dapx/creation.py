@@ -1,0 +1,324 @@
+"""Creating distributed arrays: from NumPy data, from shapes, from DAP producers.
+
+Every function takes ``backend=`` (default: the current backend) and the
+distribution arguments of `dapx.Distribution.create` (``dist``, ``grid``,
+``block_size``, ``padding``, ``periodic``), or a ready `Distribution` as
+``dist``. Each rank computes only its own elements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .array import SCALAR, DistributedArray
+from .backends import Backend, get_backend
+from .distribution import Distribution
+from .errors import DAPError
+from .plans import _as_array, simplify_index
+from .protocol import validate_distbuffer
+
+__all__ = [
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "from_distarray",
+    "fromfunction",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+]
+
+
+def _backend(backend: Backend | None) -> Backend:
+    if backend is None:
+        return get_backend()
+    if not isinstance(backend, Backend):
+        raise TypeError(f"backend must be a dapx backend, got {backend!r}")
+    return backend
+
+
+def _shape(shape) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"shape must be non-negative integers, got {shape}")
+    return tuple(int(n) for n in shape)
+
+
+def make_distribution(shape, dist=None, grid=None, backend: Backend | None = None, **options):
+    """The `Distribution` of `shape` described by `dist`/`grid`/options on `backend`."""
+    backend = _backend(backend)
+    shape = _shape(shape)
+    if not shape:
+        return SCALAR
+    if isinstance(dist, Distribution):
+        if grid is not None or options:
+            raise TypeError("pass either a Distribution as dist or a description, not both")
+        target = dist
+    else:
+        target = Distribution.create(shape, dist, grid, nranks=backend.nranks, **options)
+    if target.global_shape != shape:
+        raise ValueError(f"distribution of shape {target.global_shape} given for shape {shape}")
+    if target.nranks != backend.nranks:
+        raise ValueError(
+            f"the grid {target.grid_shape} has {target.nranks} ranks but the backend has "
+            f"{backend.nranks}"
+        )
+    return target
+
+
+def _local_index(dist: Distribution, rank: int):
+    idx = [simplify_index(g) for g in dist.global_indices(rank)]
+    if all(isinstance(i, slice) for i in idx):
+        return tuple(idx)
+    return np.ix_(*[_as_array(i) for i in idx])
+
+
+def _build(dist, backend, make: Callable[[int], np.ndarray], dtype=None) -> DistributedArray:
+    return DistributedArray(dist, {r: make(r) for r in backend.local_ranks}, backend, dtype)
+
+
+def asarray(
+    obj: Any,
+    dtype=None,
+    *,
+    dist=None,
+    grid=None,
+    backend: Backend | None = None,
+    copy: bool | None = None,
+    **options,
+) -> DistributedArray:
+    """Distribute array-like `obj`; each rank copies its own elements.
+
+    A DistributedArray is returned as is (or redistributed/cast when asked).
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> a = dapx.asarray(np.arange(12).reshape(3, 4), dist=("b", "c"), grid=(1, 2),
+    ...                  backend=dapx.simulated(2))
+    >>> a.local(1)
+    array([[ 1,  3],
+           [ 5,  7],
+           [ 9, 11]])
+    """
+    if isinstance(obj, DistributedArray):
+        if dist is not None or grid is not None or options:
+            obj = obj.redistribute(dist, grid, **options)
+        elif copy:
+            obj = obj.copy()
+        return obj if dtype is None else obj.astype(dtype, copy=False)
+    backend = _backend(backend)
+    data = np.asarray(obj, dtype=dtype)
+    target = make_distribution(data.shape, dist, grid, backend, **options)
+    if data.ndim == 0:
+        return _build(target, backend, lambda r: data.copy())
+    if target.maps and any(getattr(m, "is_padded", False) for m in target.maps):
+        from .redistribute import owned_positions
+
+        def make(r):
+            block = np.zeros(target.local_shape(r), data.dtype)
+            local, glob = owned_positions(target, r)
+            block[_pos(local)] = data[_pos(glob)]
+            return block
+
+        return _build(target, backend, make, data.dtype)
+    return _build(target, backend, lambda r: np.array(data[_local_index(target, r)]), data.dtype)
+
+
+def _pos(parts):
+    if all(isinstance(p, slice) for p in parts):
+        return tuple(parts)
+    return np.ix_(*[_as_array(p) for p in parts])
+
+
+def full(shape, fill_value, dtype=None, *, dist=None, grid=None, backend=None, **options):
+    """A new array of `shape` filled with `fill_value`."""
+    backend = _backend(backend)
+    target = make_distribution(shape, dist, grid, backend, **options)
+    dtype = np.asarray(fill_value).dtype if dtype is None else np.dtype(dtype)
+    return _build(target, backend, lambda r: np.full(_local_shape(target, r), fill_value, dtype))
+
+
+def _local_shape(dist, rank):
+    return () if not dist.ndim else dist.local_shape(rank)
+
+
+def zeros(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
+    """A new array of zeros."""
+    backend = _backend(backend)
+    target = make_distribution(shape, dist, grid, backend, **options)
+    return _build(target, backend, lambda r: np.zeros(_local_shape(target, r), dtype))
+
+
+def ones(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
+    """A new array of ones."""
+    return full(shape, 1, dtype, dist=dist, grid=grid, backend=backend, **options)
+
+
+def empty(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
+    """A new uninitialised array."""
+    backend = _backend(backend)
+    target = make_distribution(shape, dist, grid, backend, **options)
+    return _build(target, backend, lambda r: np.empty(_local_shape(target, r), dtype))
+
+
+def _like(a, shape, dtype, dist, grid, backend, options):
+    if shape is not None and _shape(shape) != a.shape:
+        return shape, (dtype or a.dtype), dist, grid, (backend or a.backend), options
+    if dist is None and grid is None and not options:
+        dist = a.distribution
+    return a.shape, (dtype or a.dtype), dist, grid, (backend or a.backend), options
+
+
+def zeros_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
+    """Zeros with the shape, dtype and distribution of `a`."""
+    s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
+    return zeros(s, t, dist=d, grid=g, backend=b, **o)
+
+
+def ones_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
+    """Ones with the shape, dtype and distribution of `a`."""
+    s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
+    return ones(s, t, dist=d, grid=g, backend=b, **o)
+
+
+def empty_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
+    """Uninitialised, with the shape, dtype and distribution of `a`."""
+    s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
+    return empty(s, t, dist=d, grid=g, backend=b, **o)
+
+
+def full_like(a, fill_value, dtype=None, *, shape=None, dist=None, grid=None, backend=None,
+              **options):  # fmt: skip
+    """`fill_value` everywhere, with the shape, dtype and distribution of `a`."""
+    s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
+    return full(s, fill_value, t, dist=d, grid=g, backend=b, **o)
+
+
+def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backend=None,
+           **options) -> DistributedArray:  # fmt: skip
+    """Evenly spaced values as `numpy.arange`; each rank computes its own.
+
+    >>> import dapx
+    >>> dapx.arange(2, 11, 3, backend=dapx.simulated(2)).gather()
+    array([ 2,  5,  8])
+    """
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ZeroDivisionError("arange: step must not be zero")
+    n = max(0, math.ceil((stop - start) / step))
+    dtype = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
+    backend = _backend(backend)
+    target = make_distribution((n,), dist, grid, backend, **options)
+    return _build(
+        target,
+        backend,
+        lambda r: (start + target.global_indices(r)[0] * step).astype(dtype, copy=False),
+        dtype,
+    )
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=None,
+             backend=None, **options) -> DistributedArray:  # fmt: skip
+    """`num` evenly spaced values over [start, stop], as `numpy.linspace`.
+
+    >>> import dapx, numpy as np
+    >>> np.array_equal(dapx.linspace(0, 1, 7, backend=dapx.simulated(3)).gather(),
+    ...                np.linspace(0, 1, 7))
+    True
+    """
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    backend = _backend(backend)
+    target = make_distribution((num,), dist, grid, backend, **options)
+    div = (num - 1) if endpoint else num
+    result_dtype = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, 1.0)
+
+    def make(r):
+        idx = target.global_indices(r)[0]
+        if div > 0:
+            step = (stop - start) / div
+            vals = idx * step + start if step != 0 else idx * ((stop - start) / div) + start
+        else:
+            vals = np.full(idx.shape, float(start)) + 0 * idx
+        if endpoint and num > 1:
+            vals = np.where(idx == num - 1, stop, vals)
+        if np.dtype(result_dtype).kind in "iu":
+            vals = np.floor(vals)
+        return np.asarray(vals).astype(result_dtype, copy=False)
+
+    return _build(target, backend, make, result_dtype)
+
+
+def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None,
+                 backend=None, **kwargs) -> DistributedArray:  # fmt: skip
+    """Evaluate ``function(*indices)`` where each rank passes only its own global indices.
+
+    As `numpy.fromfunction`, the function gets one coordinate array per
+    dimension (of `dtype`); here they hold the rank's global indices.
+
+    >>> import dapx
+    >>> a = dapx.fromfunction(lambda i, j: 10 * i + j, (2, 3), dtype=int,
+    ...                       backend=dapx.simulated(2))
+    >>> a.local(1)
+    array([[10, 11, 12]])
+    """
+    backend = _backend(backend)
+    options = {k: kwargs.pop(k) for k in ("block_size", "padding", "periodic") if k in kwargs}
+    target = make_distribution(shape, dist, grid, backend, **options)
+
+    def make(r):
+        coords = np.meshgrid(*target.global_indices(r), indexing="ij")
+        return np.asarray(function(*(c.astype(dtype) for c in coords), **kwargs))
+
+    return _build(target, backend, make)
+
+
+def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
+    """Wrap DAP producers without copying.
+
+    Parameters
+    ----------
+    x : producer, distbuffer dict, or sequence of them
+        An object with ``__distarray__()``, its dict, or one per rank in
+        rank order (what the simulated backend needs). Under MPI each
+        process passes its own.
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> a = dapx.arange(6, backend=dapx.simulated(2))
+    >>> b = dapx.from_distarray([a.distarray(0), a.distarray(1)], backend=a.backend)
+    >>> np.shares_memory(a.local(1), b.local(1))
+    True
+    """
+    backend = _backend(backend)
+    items = list(x) if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) else [x]
+    dicts = [i.__distarray__() if hasattr(i, "__distarray__") else i for i in items]
+    local = backend.local_ranks
+    if len(dicts) != len(local):
+        raise ValueError(
+            f"this process holds ranks {list(local)} and needs one distbuffer for each, got "
+            f"{len(dicts)}"
+        )
+    normal = {r: validate_distbuffer(d, rank=r) for r, d in zip(local, dicts)}
+    everything = backend.allgather({r: n.dim_data for r, n in normal.items()})
+    if all(len(dd) == 0 for dd in everything):
+        dist = SCALAR
+    else:
+        dist = Distribution.from_dim_data(everything)
+    dtypes = backend.allgather({r: n.buffer.dtype.str for r, n in normal.items()})
+    if len(set(dtypes)) != 1:
+        raise DAPError(f"ranks disagree on the buffer dtype: {dtypes}")
+    return DistributedArray(dist, {r: n.buffer for r, n in normal.items()}, backend)

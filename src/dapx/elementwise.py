@@ -1,0 +1,169 @@
+"""The one engine for ufunc calls: broadcasting, alignment and local execution.
+
+Every ``np.<ufunc>(...)`` on a DistributedArray and every operator comes
+here. Operands are NumPy arrays, scalars and DistributedArrays; the result
+takes the layout of ``out`` when given, else of the first distributed
+operand (extended by broadcasting), and every other operand is aligned to
+it: distributed ones by one exchange, NumPy ones by slicing locally.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .distribution import Distribution
+from .maps import BlockMap
+
+__all__ = ["apply_ufunc", "broadcast_distribution", "local_operands", "result_layout"]
+
+
+def _distributed(x) -> bool:
+    from .array import DistributedArray
+
+    return isinstance(x, DistributedArray)
+
+
+def broadcast_distribution(dist: Distribution, shape: tuple[int, ...]) -> Distribution:
+    """`dist` stretched to the broadcast `shape`.
+
+    New leading dimensions are undistributed; a size-1 dimension stretched
+    to ``n`` becomes an even block over the same number of grid ranks.
+    """
+    if dist.global_shape == shape:
+        return dist
+    extra = len(shape) - dist.ndim
+    maps = [BlockMap(n, nprocs=1) for n in shape[:extra]]
+    for m, n in zip(dist.maps, shape[extra:]):
+        maps.append(m if m.size == n else BlockMap(n, nprocs=m.nprocs))
+    return Distribution(maps)
+
+
+def _slice_numpy(x: np.ndarray, target: Distribution, rank: int):
+    """The part of NumPy array `x` (broadcastable to target's shape) that `rank` holds."""
+    from .plans import _as_array, simplify_index
+
+    extra = target.ndim - x.ndim
+    parts = []
+    for k, idx in enumerate(target.global_indices(rank)):
+        if k < extra:
+            continue
+        parts.append(slice(None) if x.shape[k - extra] == 1 else simplify_index(idx))
+    if all(isinstance(p, slice) for p in parts):
+        return x[tuple(parts)]
+    return x[np.ix_(*[np.arange(x.shape[i]) if p == slice(None) else _as_array(p)
+                      for i, p in enumerate(parts)])]  # fmt: skip
+
+
+def result_layout(operands, out=None):
+    """(backend, target distribution, result shape) of an elementwise call."""
+    shapes = [x.shape if hasattr(x, "shape") else np.shape(x) for x in operands]
+    shape = np.broadcast_shapes(*shapes)
+    distributed = [x for x in operands if _distributed(x)]
+    backend = (out[0] if out else distributed[0]).backend
+    for x in distributed:
+        if x.backend != backend:
+            raise ValueError(f"operands live on different backends: {backend} and {x.backend}")
+    if out:
+        target = out[0].distribution
+        if out[0].shape != shape:
+            raise ValueError(
+                f"non-broadcastable output operand with shape {out[0].shape} doesn't match "
+                f"the broadcast shape {shape}"
+            )
+    elif not shape:
+        from .array import SCALAR
+
+        target = SCALAR
+    else:
+        lead = next((x for x in distributed if x.ndim), None)
+        if lead is None:
+            target = Distribution.create(shape, nranks=backend.nranks)
+        else:
+            target = broadcast_distribution(lead.distribution, shape)
+    return backend, target, shape
+
+
+def local_operands(operands, target: Distribution, backend) -> list[dict]:
+    """Each operand as rank -> local value aligned with `target`."""
+    from .redistribute import align
+
+    ranks = backend.local_ranks
+    result = []
+    for x in operands:
+        if _distributed(x):
+            if x.ndim == 0:
+                result.append({r: x._locals[ranks[0]][()] for r in ranks})
+            else:
+                result.append(align(x, target))
+        elif isinstance(x, np.ndarray) and x.ndim:
+            if target.ndim == 0:
+                result.append(dict.fromkeys(ranks, x))
+            else:
+                result.append({r: _slice_numpy(x, target, r) for r in ranks})
+        else:
+            result.append(dict.fromkeys(ranks, x))
+    return result
+
+
+def _normalize_out(out):
+    if out is None:
+        return ()
+    out = out if isinstance(out, tuple) else (out,)
+    for o in out:
+        if not _distributed(o):
+            raise TypeError(
+                f"out= must be DistributedArrays when an operand is distributed, got "
+                f"{type(o).__name__} (writing into a NumPy array would gather)"
+            )
+    return out
+
+
+def _call(ufunc, inputs, kwargs):
+    out = _normalize_out(kwargs.pop("out", None))
+    where = kwargs.pop("where", True)
+    inputs = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in inputs]
+    has_where = where is not True
+    if has_where and isinstance(where, (list, tuple)):
+        where = np.asarray(where)
+    operands = [*inputs, where] if has_where else inputs
+    backend, target, shape = result_layout(operands, out)
+    if out and len(out) != ufunc.nout:
+        raise ValueError(f"{ufunc.__name__} has {ufunc.nout} outputs, got {len(out)} in out=")
+    aligned = local_operands(operands, target, backend)
+    if has_where:
+        where_blocks = aligned.pop()
+    results = {}
+    for r in backend.local_ranks:
+        args = [a[r] for a in aligned]
+        kw = dict(kwargs)
+        if out:
+            kw["out"] = tuple(o._locals[r] for o in out)
+        if has_where:
+            kw["where"] = where_blocks[r]
+        res = ufunc(*args, **kw)
+        results[r] = res if isinstance(res, tuple) else (res,)
+    if out:
+        return out if len(out) > 1 else out[0]
+    from .array import DistributedArray
+
+    wrapped = tuple(
+        DistributedArray(target, {r: np.asarray(results[r][i]) for r in results}, backend)
+        for i in range(ufunc.nout)
+    )
+    return wrapped if ufunc.nout > 1 else wrapped[0]
+
+
+def apply_ufunc(ufunc, method, inputs, kwargs):
+    """Entry point of ``DistributedArray.__array_ufunc__``."""
+    out = kwargs.get("out") or ()
+    for x in (*inputs, *(out if isinstance(out, tuple) else (out,))):
+        handler = getattr(type(x), "__array_ufunc__", None)
+        if handler is not None and not _distributed(x) and not isinstance(x, np.ndarray):
+            return NotImplemented  # NEP 13: let the other type decide
+    if method == "__call__":
+        return _call(ufunc, inputs, dict(kwargs))
+    if method in ("reduce", "accumulate", "outer"):
+        from . import ufunc_methods
+
+        return getattr(ufunc_methods, method)(ufunc, *inputs, **kwargs)
+    return NotImplemented

@@ -1,0 +1,123 @@
+"""Moving data between layouts: redistribution, alignment and gathering.
+
+Plans come from `dapx.plans` (pure metadata); this module executes them
+through the backend's all-to-all, packing each piece with one copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .distribution import Distribution
+from .maps import BlockMap
+from .plans import ExchangePlan, exchange_plan, simplify_index
+
+__all__ = ["align", "expand_dims_distribution", "gather", "redistribute", "run_plan"]
+
+
+def run_plan(plan: ExchangePlan, blocks: Mapping[int, np.ndarray], dtype, backend):
+    """Execute `plan` on the local `blocks`; return the destination blocks."""
+    sends = {
+        s: {d: np.ascontiguousarray(blocks[s][p.src_key]).reshape(-1) for d, p in pieces.items()}
+        for s, pieces in plan.sends.items()
+    }
+    received = backend.alltoallv(sends)
+    out = {}
+    for r, pieces in plan.recvs.items():
+        shape = plan.dst_local_shapes[r]
+        covered = sum(int(np.prod(p.shape)) for p in pieces.values())
+        dst = np.empty(shape, dtype) if covered == int(np.prod(shape)) else np.zeros(shape, dtype)
+        for s, p in pieces.items():
+            dst[p.dst_key] = received[r][s].reshape(p.shape)
+        out[r] = dst
+    return out
+
+
+def expand_dims_distribution(dist: Distribution, ndim: int) -> Distribution:
+    """`dist` with undistributed size-1 dimensions prepended up to `ndim`."""
+    extra = ndim - dist.ndim
+    if extra <= 0:
+        return dist
+    return Distribution((*(BlockMap(1, nprocs=1) for _ in range(extra)), *dist.maps))
+
+
+def align(x, target: Distribution) -> dict[int, np.ndarray]:
+    """The local blocks of `x` laid out like `target` (broadcastable to its local shapes).
+
+    Returns `x`'s own blocks when it already has that layout (no copy);
+    dimensions where `x` has size 1 stay length 1 for NumPy to broadcast.
+    """
+    if x.distribution == target:
+        return dict(x._locals)
+    src = expand_dims_distribution(x.distribution, target.ndim)
+    blocks = x._locals
+    if src.ndim != x.ndim:
+        blocks = {r: b.reshape((1,) * (src.ndim - x.ndim) + b.shape) for r, b in blocks.items()}
+    if x.ndim == 0:
+        return {r: b for r, b in blocks.items()}
+    plan = exchange_plan(src, target, x.backend.local_ranks)
+    return run_plan(plan, blocks, x.dtype, x.backend)
+
+
+def redistribute(x, dist=None, grid=None, **options):
+    """`x` laid out by a new distribution (see `DistributedArray.redistribute`)."""
+    if isinstance(dist, Distribution):
+        if grid is not None or options:
+            raise TypeError("pass either a Distribution or a description, not both")
+        target = dist
+    else:
+        target = Distribution.create(
+            x.shape, dist, grid, nranks=x.backend.nranks, **options
+        )
+    if target.global_shape != x.shape:
+        raise ValueError(
+            f"cannot redistribute an array of shape {x.shape} to a distribution of shape "
+            f"{target.global_shape}"
+        )
+    if x.ndim and target.nranks != x.backend.nranks:
+        raise ValueError(
+            f"the target grid {target.grid_shape} has {target.nranks} ranks but the backend "
+            f"has {x.backend.nranks}"
+        )
+    if x.ndim == 0:
+        return x._new(target, {r: b.copy() for r, b in x._locals.items()})
+    plan = exchange_plan(x.distribution, target, x.backend.local_ranks)
+    return x._new(target, run_plan(plan, x._locals, x.dtype, x.backend))
+
+
+def owned_positions(dist: Distribution, rank: int):
+    """(local index, global index) per dimension of what `rank` owns, as slices when possible."""
+    local, glob = [], []
+    for m, c in zip(dist.maps, dist.coords(rank)):
+        owned = m.owned_indices(c)
+        _, loc = m.owner(owned) if owned.size else (None, owned)
+        local.append(simplify_index(loc))
+        glob.append(simplify_index(owned))
+    return tuple(local), tuple(glob)
+
+
+def _index(parts):
+    if all(isinstance(p, slice) for p in parts):
+        return tuple(parts)
+    from .plans import _as_array
+
+    return np.ix_(*[_as_array(p) for p in parts])
+
+
+def gather(x) -> np.ndarray:
+    """The whole array on every process, assembled from every rank's owned elements."""
+    if x.ndim == 0:
+        return x._locals[x.backend.local_ranks[0]].copy()
+    dist = x.distribution
+    pieces = {}
+    for r, block in x._locals.items():
+        local, _ = owned_positions(dist, r)
+        pieces[r] = np.ascontiguousarray(block[_index(local)])
+    everything = x.backend.allgather(pieces)
+    out = np.empty(x.shape, x.dtype)
+    for r, piece in enumerate(everything):
+        _, glob = owned_positions(dist, r)
+        out[_index(glob)] = piece
+    return out
