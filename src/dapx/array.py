@@ -173,7 +173,9 @@ class DistributedArray(NDArrayOperatorsMixin):
 
     def __array__(self, dtype=None, copy=None):
         if copy is False:
-            raise ValueError("a DistributedArray cannot be viewed as one NumPy array without a copy")
+            raise ValueError(
+                "a DistributedArray cannot be viewed as one NumPy array without a copy"
+            )
         if self.size > config.gather_warning_threshold:
             warnings.warn(
                 f"np.asarray gathers the whole {self.shape} array to every process; "

@@ -211,7 +211,7 @@ def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backen
 
     >>> import dapx
     >>> dapx.arange(2, 11, 3, backend=dapx.simulated(2)).gather()
-    array([ 2,  5,  8])
+    array([2, 5, 8])
     """
     if stop is None:
         start, stop = 0, start

@@ -78,7 +78,7 @@ def html_repr(a, dim_names=None) -> str:
                     f'stroke="white" stroke-width="0.5"><title>rank {rank}</title></rect>'
                 )
     names = dim_names or [f"dim {k}" for k in range(a.ndim)]
-    label = names[cols_dim] if rows_dim is None else f"{names[rows_dim]} ↓ × {names[cols_dim]} →"
+    label = names[cols_dim] if rows_dim is None else f"{names[rows_dim]} by {names[cols_dim]}"
     legend = " ".join(
         f'<span style="color:{colours[r % len(colours)]}">&#9632; rank {r}</span>'
         for r in range(min(dist.nranks, 16))

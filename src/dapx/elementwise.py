@@ -92,7 +92,7 @@ def local_operands(operands, target: Distribution, backend) -> list[dict]:
     for x in operands:
         if _distributed(x):
             if x.ndim == 0:
-                result.append({r: x._locals[ranks[0]][()] for r in ranks})
+                result.append(dict.fromkeys(ranks, x._locals[ranks[0]][()]))
             else:
                 result.append(align(x, target))
         elif isinstance(x, np.ndarray) and x.ndim:
@@ -126,7 +126,7 @@ def _call(ufunc, inputs, kwargs):
     if has_where and isinstance(where, (list, tuple)):
         where = np.asarray(where)
     operands = [*inputs, where] if has_where else inputs
-    backend, target, shape = result_layout(operands, out)
+    backend, target, _ = result_layout(operands, out)
     if out and len(out) != ufunc.nout:
         raise ValueError(f"{ufunc.__name__} has {ufunc.nout} outputs, got {len(out)} in out=")
     aligned = local_operands(operands, target, backend)

@@ -56,7 +56,7 @@ def align(x, target: Distribution) -> dict[int, np.ndarray]:
     if src.ndim != x.ndim:
         blocks = {r: b.reshape((1,) * (src.ndim - x.ndim) + b.shape) for r, b in blocks.items()}
     if x.ndim == 0:
-        return {r: b for r, b in blocks.items()}
+        return dict(blocks)
     plan = exchange_plan(src, target, x.backend.local_ranks)
     return run_plan(plan, blocks, x.dtype, x.backend)
 
