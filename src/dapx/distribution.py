@@ -336,6 +336,8 @@ def _per_dim_spec(dist, ndim):
         return ["b"] * ndim
     if isinstance(dist, (str, Mapping)):
         return [dist] * ndim
+    if not isinstance(dist, Sequence):
+        raise TypeError(f"dist must be a spec or one spec per dimension, got {dist!r}")
     dist = list(dist)
     if len(dist) != ndim:
         raise ValueError(f"dist needs one entry per dimension ({ndim}), got {len(dist)}: {dist}")
@@ -345,6 +347,8 @@ def _per_dim_spec(dist, ndim):
 def _per_dim(value, ndim, what):
     if value is None or isinstance(value, (bool, int, np.integer)):
         return [value] * ndim
+    if not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{what} must be an int/bool or one entry per dimension, got {value!r}")
     value = list(value)
     if len(value) != ndim:
         raise ValueError(f"{what} needs one entry per dimension ({ndim}), got {value}")
@@ -355,6 +359,8 @@ def _per_dim_padding(padding, ndim):
     """Padding is one int for every dimension, or one entry per dimension."""
     if padding is None or isinstance(padding, (int, np.integer)):
         return [padding] * ndim
+    if not isinstance(padding, (Sequence, np.ndarray)):
+        raise TypeError(f"padding must be an int or one entry per dimension, got {padding!r}")
     padding = list(padding)
     if len(padding) != ndim:
         raise ValueError(
@@ -450,7 +456,8 @@ def _build_map(parsed, size, nprocs, dim):
                 periodic=bool(options.get("periodic") or False),
             )
         if kind == "c":
-            return CyclicMap(size, nprocs, options.get("block_size") or 1)
+            block_size = options.get("block_size")
+            return CyclicMap(size, nprocs, 1 if block_size is None else block_size)
         if "indices" not in options:
             raise ValueError("an unstructured dimension needs 'indices' (one array per rank)")
         return UnstructuredMap(size, options["indices"], options.get("one_to_one"))

@@ -39,6 +39,12 @@ def even_bounds(size: int, nprocs: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(counts))).astype(np.intp)
 
 
+def _as_int(value, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    return int(value)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.intp, copy=True)
     a.setflags(write=False)
@@ -52,6 +58,8 @@ class Map(ABC):
     dist_type: str
 
     def __init__(self, size: int, nprocs: int):
+        size = _as_int(size, "size")
+        nprocs = _as_int(nprocs, "proc_grid_size")
         if size < 0:
             raise dap_error(f"size must be >= 0, got {size}", key="size")
         if nprocs < 1:
@@ -207,7 +215,7 @@ class BlockMap(Map):
         if bounds is None:
             if nprocs is None:
                 raise TypeError("BlockMap needs bounds or nprocs")
-            bounds = even_bounds(int(size), int(nprocs))
+            bounds = even_bounds(_as_int(size, "size"), _as_int(nprocs, "proc_grid_size"))
         bounds = np.asarray(bounds)
         if bounds.ndim != 1 or bounds.size < 2 or bounds.dtype.kind not in "iu":
             raise dap_error(f"bounds must be nprocs + 1 integers, got {bounds!r}")
@@ -238,6 +246,8 @@ class BlockMap(Map):
             raise dap_error(f"padding widths must be >= 0, got {padding.tolist()}", key="padding")
         object.__setattr__(self, "_bounds", _readonly(bounds))
         object.__setattr__(self, "_padding", _readonly(padding))
+        if not isinstance(periodic, (bool, np.bool_)):
+            raise TypeError(f"periodic must be a bool, got {periodic!r}")
         object.__setattr__(self, "_periodic", bool(periodic))
         self._check_padding()
 
@@ -435,6 +445,7 @@ class CyclicMap(Map):
 
     def __init__(self, size: int, nprocs: int, block_size: int = 1):
         super().__init__(size, nprocs)
+        block_size = _as_int(block_size, "block_size")
         if block_size < 1:
             raise dap_error(f"block_size must be >= 1, got {block_size}", key="block_size")
         object.__setattr__(self, "_block_size", int(block_size))
