@@ -6,6 +6,7 @@ through the backend's all-to-all, packing each piece with one copy.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,19 +19,39 @@ __all__ = ["align", "expand_dims_distribution", "gather", "redistribute", "run_p
 
 
 def run_plan(plan: ExchangePlan, blocks: Mapping[int, np.ndarray], dtype, backend):
-    """Execute `plan` on the local `blocks`; return the destination blocks."""
-    sends = {
-        s: {d: np.ascontiguousarray(blocks[s][p.src_key]).reshape(-1) for d, p in pieces.items()}
-        for s, pieces in plan.sends.items()
-    }
-    received = backend.alltoallv(sends)
+    """Execute `plan` on the local `blocks`; return the destination blocks.
+
+    Each source packs its pieces into one buffer with one copy per piece;
+    each destination copies every received piece into place once.
+    """
+    nranks = backend.nranks
+    sends = {}
+    for s, pieces in plan.sends.items():
+        counts = np.zeros(nranks, np.intp)
+        for d, p in pieces.items():
+            counts[d] = math.prod(p.shape)
+        buffer = np.empty(int(counts.sum()), dtype)
+        offset = 0
+        for d in sorted(pieces):
+            p, n = pieces[d], int(counts[d])
+            np.copyto(buffer[offset : offset + n].reshape(p.shape), blocks[s][p.src_key])
+            offset += n
+        sends[s] = (buffer, counts)
+    recvcounts = {}
+    for r, pieces in plan.recvs.items():
+        counts = np.zeros(nranks, np.intp)
+        for s, p in pieces.items():
+            counts[s] = math.prod(p.shape)
+        recvcounts[r] = counts
+    received = backend.alltoallv(sends, recvcounts)
     out = {}
     for r, pieces in plan.recvs.items():
         shape = plan.dst_local_shapes[r]
-        covered = sum(int(np.prod(p.shape)) for p in pieces.values())
-        dst = np.empty(shape, dtype) if covered == int(np.prod(shape)) else np.zeros(shape, dtype)
+        covered = int(recvcounts[r].sum()) == math.prod(shape)
+        dst = np.empty(shape, dtype) if covered else np.zeros(shape, dtype)
         for s, p in pieces.items():
-            dst[p.dst_key] = received[r][s].reshape(p.shape)
+            if math.prod(p.shape):
+                dst[p.dst_key] = received[r][s].reshape(p.shape)
         out[r] = dst
     return out
 

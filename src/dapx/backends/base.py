@@ -51,13 +51,18 @@ class Backend(ABC):
 
     @abstractmethod
     def alltoallv(
-        self, sends: Mapping[int, Mapping[int, np.ndarray]]
+        self,
+        sends: Mapping[int, tuple[np.ndarray, np.ndarray]],
+        recvcounts: Mapping[int, np.ndarray],
     ) -> dict[int, dict[int, np.ndarray]]:
-        """Exchange index-addressed pieces: ``sends[src][dst]`` -> ``result[dst][src]``.
+        """Exchange index-addressed pieces between all ranks.
 
-        `sends` has an entry for each local rank (possibly empty); the result
-        has an entry for each local rank, holding what every source sent it.
-        Pieces are 1-D contiguous arrays of one dtype.
+        ``sends[src] = (buffer, counts)`` for each local rank: a 1-D buffer
+        holding the pieces for every rank back to back in rank order, and
+        ``counts[dst]`` the length of each. ``recvcounts[dst][src]`` is what
+        each local rank expects from each source (plans know it, so no
+        sizes are exchanged). Returns ``result[dst][src]``, 1-D views, for
+        every source with a non-zero count.
         """
 
     @abstractmethod

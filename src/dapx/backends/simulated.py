@@ -55,12 +55,20 @@ class SimulatedBackend(Backend):
         self._check_all(values, "allgather")
         return [values[r] for r in self._ranks]
 
-    def alltoallv(self, sends):
+    def alltoallv(self, sends, recvcounts):
         self._check_all(sends, "alltoallv")
         received: dict[int, dict[int, np.ndarray]] = {r: {} for r in self._ranks}
         for src in self._ranks:
-            for dst, piece in sends[src].items():
-                received[dst][src] = piece
+            buffer, counts = sends[src]
+            offsets = np.concatenate(([0], np.cumsum(counts)))
+            for dst in np.flatnonzero(counts).tolist():
+                expected = int(recvcounts[dst][src])
+                if expected != counts[dst]:
+                    raise ValueError(
+                        f"alltoallv: rank {src} sends {int(counts[dst])} elements to rank {dst}, "
+                        f"which expects {expected}"
+                    )
+                received[dst][src] = buffer[offsets[dst] : offsets[dst + 1]]
         return received
 
     def bcast(self, value, root):
