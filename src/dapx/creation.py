@@ -18,6 +18,7 @@ from .array import SCALAR, DistributedArray
 from .backends import Backend, get_backend
 from .distribution import Distribution
 from .errors import DAPError
+from .guard import collective, raise_if_any_failed
 from .plans import _as_array, simplify_index
 from .protocol import validate_distbuffer
 
@@ -27,6 +28,7 @@ __all__ = [
     "empty",
     "empty_like",
     "from_distarray",
+    "from_local",
     "fromfunction",
     "full",
     "full_like",
@@ -87,6 +89,7 @@ def _build(dist, backend, make: Callable[[int], np.ndarray], dtype=None) -> Dist
     return DistributedArray(dist, {r: make(r) for r in backend.local_ranks}, backend, dtype)
 
 
+@collective
 def asarray(
     obj: Any,
     dtype=None,
@@ -141,6 +144,7 @@ def _pos(parts):
     return np.ix_(*[_as_array(p) for p in parts])
 
 
+@collective
 def full(shape, fill_value, dtype=None, *, dist=None, grid=None, backend=None, **options):
     """A new array of `shape` filled with `fill_value`."""
     backend = _backend(backend)
@@ -153,6 +157,7 @@ def _local_shape(dist, rank):
     return () if not dist.ndim else dist.local_shape(rank)
 
 
+@collective
 def zeros(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
     """A new array of zeros."""
     backend = _backend(backend)
@@ -160,11 +165,13 @@ def zeros(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
     return _build(target, backend, lambda r: np.zeros(_local_shape(target, r), dtype))
 
 
+@collective
 def ones(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
     """A new array of ones."""
     return full(shape, 1, dtype, dist=dist, grid=grid, backend=backend, **options)
 
 
+@collective
 def empty(shape, dtype=float, *, dist=None, grid=None, backend=None, **options):
     """A new uninitialised array."""
     backend = _backend(backend)
@@ -180,24 +187,28 @@ def _like(a, shape, dtype, dist, grid, backend, options):
     return a.shape, (dtype or a.dtype), dist, grid, (backend or a.backend), options
 
 
+@collective
 def zeros_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
     """Zeros with the shape, dtype and distribution of `a`."""
     s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
     return zeros(s, t, dist=d, grid=g, backend=b, **o)
 
 
+@collective
 def ones_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
     """Ones with the shape, dtype and distribution of `a`."""
     s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
     return ones(s, t, dist=d, grid=g, backend=b, **o)
 
 
+@collective
 def empty_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options):
     """Uninitialised, with the shape, dtype and distribution of `a`."""
     s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
     return empty(s, t, dist=d, grid=g, backend=b, **o)
 
 
+@collective
 def full_like(a, fill_value, dtype=None, *, shape=None, dist=None, grid=None, backend=None,
               **options):  # fmt: skip
     """`fill_value` everywhere, with the shape, dtype and distribution of `a`."""
@@ -205,6 +216,7 @@ def full_like(a, fill_value, dtype=None, *, shape=None, dist=None, grid=None, ba
     return full(s, fill_value, t, dist=d, grid=g, backend=b, **o)
 
 
+@collective
 def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backend=None,
            **options) -> DistributedArray:  # fmt: skip
     """Evenly spaced values as `numpy.arange`; each rank computes its own.
@@ -229,6 +241,7 @@ def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backen
     )
 
 
+@collective
 def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=None,
              backend=None, **options) -> DistributedArray:  # fmt: skip
     """`num` evenly spaced values over [start, stop], as `numpy.linspace`.
@@ -261,6 +274,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=
     return _build(target, backend, make, result_dtype)
 
 
+@collective
 def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None,
                  backend=None, **kwargs) -> DistributedArray:  # fmt: skip
     """Evaluate ``function(*indices)`` where each rank passes only its own global indices.
@@ -285,6 +299,7 @@ def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None
     return _build(target, backend, make)
 
 
+@collective
 def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
     """Wrap DAP producers without copying.
 
@@ -312,7 +327,13 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
             f"this process holds ranks {list(local)} and needs one distbuffer for each, got "
             f"{len(dicts)}"
         )
-    normal = {r: validate_distbuffer(d, rank=r) for r, d in zip(local, dicts)}
+    normal, errors = {}, {}
+    for r, d in zip(local, dicts):
+        try:
+            normal[r], errors[r] = validate_distbuffer(d, rank=r), None
+        except DAPError as e:
+            errors[r] = e
+    raise_if_any_failed(backend, errors, DAPError)
     everything = backend.allgather({r: n.dim_data for r, n in normal.items()})
     if all(len(dd) == 0 for dd in everything):
         dist = SCALAR
@@ -320,5 +341,71 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
         dist = Distribution.from_dim_data(everything)
     dtypes = backend.allgather({r: n.buffer.dtype.str for r, n in normal.items()})
     if len(set(dtypes)) != 1:
-        raise DAPError(f"ranks disagree on the buffer dtype: {dtypes}")
+        raise DAPError(f"ranks disagree on the buffer dtype: {dtypes} (in rank order)")
     return DistributedArray(dist, {r: n.buffer for r, n in normal.items()}, backend)
+
+
+@collective
+def from_local(blocks, axis: int = 0, backend: Backend | None = None) -> DistributedArray:
+    """Wrap blocks that ranks already hold as one array, block-distributed along `axis`.
+
+    The everyday SPMD entry point: under MPI each process passes its own
+    block; on the simulated backend pass one block per rank, in rank order.
+    Sizes along `axis` may differ (and be 0); every other dimension and the
+    dtype must agree. No data is copied.
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> parts = [np.arange(3.0), np.arange(3.0, 4.0), np.arange(4.0, 6.0)]
+    >>> a = dapx.from_local(parts, backend=dapx.simulated(3))
+    >>> a.shape, np.shares_memory(a.local(2), parts[2])
+    ((6,), True)
+    """
+    backend = _backend(backend)
+    local = backend.local_ranks
+    if len(local) == 1 and isinstance(blocks, np.ndarray):
+        blocks = [blocks]
+    blocks = list(blocks)
+    if len(blocks) != len(local):
+        raise ValueError(
+            f"this process holds ranks {list(local)}: pass one block for each, got {len(blocks)}"
+        )
+    arrays = {r: np.asarray(b) for r, b in zip(local, blocks)}
+    errors = {}
+    for r, b in arrays.items():
+        errors[r] = None
+        if b.ndim == 0:
+            errors[r] = ValueError(f"rank {r}: blocks must have at least one dimension")
+        elif not -b.ndim <= axis < b.ndim:
+            errors[r] = ValueError(f"rank {r}: axis {axis} is out of bounds for a {b.ndim}-d block")
+        elif not (b.flags.c_contiguous or b.flags.f_contiguous):
+            errors[r] = ValueError(f"rank {r}: blocks must be contiguous arrays")
+    raise_if_any_failed(backend, errors)
+    meta = backend.allgather(
+        {r: (b.shape, b.dtype.str) for r, b in arrays.items()}
+    )
+    ndim = len(meta[0][0])
+    axis = axis % ndim
+    first_shape, first_dtype = meta[0]
+    for rank, (shape, dtype) in enumerate(meta):
+        other = shape[:axis] + shape[axis + 1 :]
+        if len(shape) != ndim or other != first_shape[:axis] + first_shape[axis + 1 :]:
+            raise ValueError(
+                f"rank {rank}'s block has shape {shape} but rank 0's has {first_shape}: "
+                f"blocks may differ only along axis {axis}"
+            )
+        if dtype != first_dtype:
+            raise ValueError(
+                f"rank {rank}'s block has dtype {np.dtype(dtype)} but rank 0's has "
+                f"{np.dtype(first_dtype)}"
+            )
+    bounds = np.concatenate(([0], np.cumsum([shape[axis] for shape, _ in meta])))
+    specs = ["n"] * ndim
+    specs[axis] = {"dist": "b", "bounds": bounds}
+    grid = [1] * ndim
+    grid[axis] = backend.nranks
+    shape = list(first_shape)
+    shape[axis] = int(bounds[-1])
+    dist = Distribution.create(tuple(shape), specs, grid)
+    return DistributedArray(dist, arrays, backend, np.dtype(first_dtype))

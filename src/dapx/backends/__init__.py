@@ -21,6 +21,7 @@ __all__ = [
     "available_backends",
     "default_backend",
     "get_backend",
+    "mpi_backend",
     "register_backend",
     "set_backend",
     "simulated",
@@ -53,6 +54,16 @@ def _mpi_world_size() -> int:
     return 1
 
 
+def mpi_backend(comm=None) -> Backend:
+    """The MPI backend over `comm` (default ``COMM_WORLD``); imports mpi4py now.
+
+    See `dapx.backends.mpi.MPIBackend`.
+    """
+    from .mpi import mpi as _mpi
+
+    return _mpi(comm)
+
+
 def default_backend() -> Backend:
     """The backend used when none is given.
 
@@ -64,9 +75,7 @@ def default_backend() -> Backend:
     if choice not in ("", "mpi", "simulated"):
         raise ValueError(f"DAPX_BACKEND must be 'mpi' or 'simulated', got {choice!r}")
     if choice == "mpi" or (not choice and _mpi_world_size() > 1 and _installed("mpi4py")):
-        from .mpi import mpi
-
-        return mpi()
+        return mpi_backend()
     return simulated()
 
 

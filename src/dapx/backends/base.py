@@ -87,6 +87,19 @@ class Backend(ABC):
         present = [p for p in self.allgather(partials) if p is not None]
         return functools.reduce(op, present) if present else None
 
+    def recover(self, exc: BaseException | None) -> BaseException | None:
+        """What to raise when a dapx operation failed with `exc` on this process.
+
+        Backends whose ranks share one process have nobody to warn: the
+        exception is raised as it is. Multi-process backends override this
+        so that no other rank waits forever (see `dapx.backends.mpi`).
+        """
+        return exc
+
+    def set_operation(self, description):
+        """Record the dapx operation in progress (for debugging checks); return the old one."""
+        return None
+
     def is_local(self, rank: int) -> bool:
         return rank in self.local_ranks
 

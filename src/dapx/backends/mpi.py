@@ -1,0 +1,270 @@
+"""The MPI backend: one rank per process, over an mpi4py communicator.
+
+Array data moves only through buffer-based calls (``Ialltoallv`` on the
+packed buffers the plans produce); pickle carries only small metadata and
+per-rank partials, which every process then combines in rank order so
+results are bitwise identical to the simulated backend.
+
+Every collective is non-blocking and waited on in a loop that also watches
+an error channel: when a dapx operation fails on one rank, that rank tells
+every other (`report_failure`) and all of them raise `dapx.RankError`
+instead of waiting forever in a collective the failed rank will never join.
+The loop sleeps between polls, so oversubscribed ranks do not spin.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import RankError
+from .base import Backend
+
+__all__ = ["MPIBackend", "mpi"]
+
+_ERROR_TAG = 7301
+
+
+class MPIBackend(Backend):
+    """A backend over an mpi4py communicator (default ``COMM_WORLD``).
+
+    The communicator is duplicated, so dapx's messages never mix with the
+    application's, and a second duplicate carries failure reports.
+    """
+
+    name = "mpi"
+
+    def __init__(self, comm=None):
+        from mpi4py import MPI
+
+        self._MPI = MPI
+        base = MPI.COMM_WORLD if comm is None else comm
+        self._user_comm = base
+        self._comm = base.Dup()
+        self._errors = base.Dup()
+        self._rank = self._comm.Get_rank()
+        self._size = self._comm.Get_size()
+        self._reports_seen = 0
+        self._debug = os.environ.get("DAPX_DEBUG", "") not in ("", "0")
+        self._operation: Any = None
+
+    # -- core ---------------------------------------------------------------------------
+    @property
+    def nranks(self) -> int:
+        return self._size
+
+    @property
+    def local_ranks(self) -> tuple[int, ...]:
+        return (self._rank,)
+
+    @property
+    def comm(self):
+        """dapx's private duplicate of the user's communicator."""
+        return self._comm
+
+    def is_local(self, rank: int) -> bool:
+        return rank == self._rank
+
+    def allgather(self, values):
+        self._enter("allgather")
+        return self._allgather_objects(values[self._rank])
+
+    def alltoallv(self, sends, recvcounts):
+        self._enter("alltoallv")
+        buffer, counts = sends[self._rank]
+        rcounts = np.asarray(recvcounts[self._rank], dtype=np.intp)
+        recv = np.empty(int(rcounts.sum()), buffer.dtype)
+        if self._size == 1:
+            recv[...] = buffer
+        else:
+            elem = _element_type(self._MPI, buffer.dtype.itemsize)
+            sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            rdispl = np.concatenate(([0], np.cumsum(rcounts)[:-1]))
+            req = self._comm.Ialltoallv(
+                [buffer, (counts.astype(np.int64), sdispl.astype(np.int64)), elem],
+                [recv, (rcounts.astype(np.int64), rdispl.astype(np.int64)), elem],
+            )
+            self._wait(req)
+        offsets = np.concatenate(([0], np.cumsum(rcounts)))
+        return {
+            self._rank: {
+                s: recv[offsets[s] : offsets[s + 1]] for s in np.flatnonzero(rcounts).tolist()
+            }
+        }
+
+    def bcast(self, value, root):
+        self._enter("bcast")
+        if self._size == 1:
+            return value
+        payload = pickle.dumps(value, protocol=5) if self._rank == root else b""
+        size = np.array([len(payload)], np.int64)
+        self._wait(self._comm.Ibcast([size, self._MPI.INT64_T], root=root))
+        data = bytearray(payload) if self._rank == root else bytearray(int(size[0]))
+        self._wait(self._comm.Ibcast([data, self._MPI.BYTE], root=root))
+        return value if self._rank == root else pickle.loads(data)
+
+    def barrier(self):
+        self._enter("barrier")
+        if self._size > 1:
+            self._wait(self._comm.Ibarrier())
+
+    # -- topology -----------------------------------------------------------------------
+    @functools.lru_cache(maxsize=32)  # noqa: B019 - a handful of grids per backend
+    def cart_comm(self, grid_shape: tuple[int, ...], periods: tuple[bool, ...]):
+        """A Cartesian communicator for `grid_shape`, row-major like the DAP (no reorder)."""
+        if int(np.prod(grid_shape)) != self._size:
+            raise ValueError(f"grid {grid_shape} does not have {self._size} ranks")
+        return self._comm.Create_cart(list(grid_shape), list(periods), reorder=False)
+
+    # -- failure handling ---------------------------------------------------------------
+    def recover(self, exc: BaseException | None) -> BaseException:
+        """Bring every rank out of a failed operation; return what this rank raises.
+
+        Called by the failing rank(s) with their exception and by the others
+        when a failure report reaches them inside a collective. All ranks
+        then agree on who failed: when every rank failed (a consistent error
+        such as a shape mismatch) each raises its own exception and the
+        backend stays usable; otherwise every rank raises `RankError` naming
+        the first failed rank, and dapx continues on a fresh communicator.
+        A rank that never joins (stuck outside dapx) makes the job abort
+        after ``DAPX_FAILURE_TIMEOUT`` seconds (default 8) rather than hang.
+        """
+        message = None if exc is None else f"{type(exc).__name__}: {exc}"
+        reports = []
+        if message is not None:
+            for other in range(self._size):
+                if other != self._rank:
+                    reports.append(
+                        self._errors.issend((self._rank, message), dest=other, tag=_ERROR_TAG)
+                    )
+        deadline = time.monotonic() + float(os.environ.get("DAPX_FAILURE_TIMEOUT", "8"))
+        statuses = self._agree(message, deadline)
+        failed = [(r, m) for r, m in enumerate(statuses) if m is not None]
+        for _ in range(len(failed) - (message is not None) - self._reports_seen):
+            self._errors.recv(source=self._MPI.ANY_SOURCE, tag=_ERROR_TAG)
+        self._reports_seen = 0
+        for req in reports:
+            req.Wait()
+        if len(failed) == self._size:
+            return exc
+        self._comm = self._errors.Dup()  # the old one may hold unmatched collectives
+        rank, first = failed[0]
+        return RankError(rank, first)
+
+    def _agree(self, message, deadline) -> list:
+        """Every rank's failure message (or None), over the error channel, with a deadline."""
+        self._wait_until(self._errors.Ibarrier(), deadline)
+        payload = pickle.dumps(message)
+        sizes = np.empty(self._size, np.int64)
+        mine = np.array([len(payload)], np.int64)
+        self._wait_until(
+            self._errors.Iallgather([mine, self._MPI.INT64_T], [sizes, self._MPI.INT64_T]),
+            deadline,
+        )
+        displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        data = bytearray(int(sizes.sum()))
+        self._wait_until(
+            self._errors.Iallgatherv(
+                [payload, self._MPI.BYTE], [data, (sizes, displs), self._MPI.BYTE]
+            ),
+            deadline,
+        )
+        view = memoryview(data)
+        return [pickle.loads(view[d : d + s]) for d, s in zip(displs.tolist(), sizes.tolist())]
+
+    def _wait_until(self, request, deadline) -> None:
+        while not request.Test():
+            if time.monotonic() > deadline:
+                import sys
+
+                sys.stderr.write(
+                    f"dapx: rank {self._rank}: other ranks did not join failure recovery; "
+                    "aborting the job\n"
+                )
+                sys.stderr.flush()
+                self._comm.Abort(1)
+            time.sleep(1e-3)
+
+    def _check_errors(self) -> None:
+        status = self._MPI.Status()
+        if self._errors.Iprobe(source=self._MPI.ANY_SOURCE, tag=_ERROR_TAG, status=status):
+            self._errors.recv(source=status.Get_source(), tag=_ERROR_TAG)
+            self._reports_seen = 1
+            raise self.recover(None)
+
+    def _wait(self, request) -> None:
+        delay = 0.0
+        while not request.Test():
+            self._check_errors()
+            if delay:
+                time.sleep(delay)
+            delay = min(max(delay * 2, 1e-6), 1e-3)
+
+    def _enter(self, collective: str) -> None:
+        if self._debug and self._size > 1:
+            self._check_same_call(collective)
+
+    def _check_same_call(self, collective: str) -> None:
+        mine = (collective, self._operation)
+        calls = self._allgather_objects(mine)
+        if any(c != calls[0] for c in calls):
+            lines = "; ".join(f"rank {r}: {c[0]} in {c[1]}" for r, c in enumerate(calls))
+            raise RuntimeError(f"DAPX_DEBUG: ranks are calling different collectives: {lines}")
+
+    def _allgather_objects(self, value) -> list:
+        if self._size == 1:
+            return [value]
+        payload = pickle.dumps(value, protocol=5)
+        sizes = np.empty(self._size, np.int64)
+        mine = np.array([len(payload)], np.int64)
+        self._wait(self._comm.Iallgather([mine, self._MPI.INT64_T], [sizes, self._MPI.INT64_T]))
+        displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        data = bytearray(int(sizes.sum()))
+        self._wait(
+            self._comm.Iallgatherv(
+                [payload, self._MPI.BYTE], [data, (sizes, displs), self._MPI.BYTE]
+            )
+        )
+        view = memoryview(data)
+        return [pickle.loads(view[d : d + s]) for d, s in zip(displs.tolist(), sizes.tolist())]
+
+    def set_operation(self, description: Any) -> Any:
+        """Record the dapx operation in progress (checked by DAPX_DEBUG); return the old one."""
+        previous, self._operation = self._operation, description
+        return previous
+
+    def __eq__(self, other):
+        return isinstance(other, MPIBackend) and other._user_comm == self._user_comm
+
+    def __hash__(self):
+        return hash(("mpi", self._size))
+
+    def __repr__(self):
+        return f"MPIBackend(rank={self._rank}, nranks={self._size})"
+
+
+@functools.cache
+def _element_type_cached(MPI, itemsize: int):
+    return MPI.BYTE.Create_contiguous(itemsize).Commit()
+
+
+def _element_type(MPI, itemsize: int):
+    return _element_type_cached(MPI, itemsize)
+
+
+_WORLD: MPIBackend | None = None
+
+
+def mpi(comm=None) -> MPIBackend:
+    """The MPI backend over `comm` (default: one shared backend over ``COMM_WORLD``)."""
+    global _WORLD
+    if comm is not None:
+        return MPIBackend(comm)
+    if _WORLD is None:
+        _WORLD = MPIBackend()
+    return _WORLD

@@ -1,0 +1,80 @@
+"""Failure containment for SPMD operations.
+
+Public dapx operations are wrapped with `collective`: when one fails on
+some process, the backend is told (`Backend.recover`) so that no other
+process is left waiting in a collective; on the simulated backend the
+exception simply propagates.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from .errors import RankError
+
+__all__ = ["collective"]
+
+_depth = 0
+
+
+def _backend_of(args, kwargs):
+    from .array import DistributedArray
+    from .backends import Backend, get_backend
+
+    backend = kwargs.get("backend")
+    if isinstance(backend, Backend):
+        return backend
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, DistributedArray):
+            return a.backend
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, DistributedArray):
+                    return b.backend
+    return get_backend()
+
+
+def _describe(name, args) -> tuple:
+    from .array import DistributedArray
+
+    return (name, tuple((a.shape, a.dtype.str) for a in args if isinstance(a, DistributedArray)))
+
+
+def collective(func: Callable) -> Callable:
+    """Run `func` so that a failure on one rank reaches every rank."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        global _depth
+        if _depth:
+            return func(*args, **kwargs)
+        backend = _backend_of(args, kwargs)
+        previous = backend.set_operation(_describe(func.__qualname__, args))
+        _depth += 1
+        try:
+            return func(*args, **kwargs)
+        except RankError:
+            raise
+        except Exception as exc:
+            outcome = backend.recover(exc)
+            if outcome is exc:
+                raise
+            raise outcome from exc
+        finally:
+            _depth -= 1
+            backend.set_operation(previous)
+
+    return wrapper
+
+
+def raise_if_any_failed(backend, errors: dict, kind: type[Exception] = ValueError) -> None:
+    """Share each local rank's error (or None) and raise the first on every rank.
+
+    For checks that only some ranks can make (their own input), so that the
+    whole job raises the same exception instead of some ranks waiting.
+    """
+    messages = backend.allgather({r: (None if e is None else str(e)) for r, e in errors.items()})
+    for rank, message in enumerate(messages):
+        if message is not None:
+            raise kind(message if message.startswith("rank ") else f"rank {rank}: {message}")
