@@ -65,13 +65,14 @@ def test_from_distarray_bad_dict_raises_everywhere(backend):
 
 def test_from_local_uneven_and_empty(backend):
     rank = backend.comm.rank
-    block = np.arange(rank * 10, rank * 10 + rank, dtype=float).reshape(rank, 1) * np.ones(3)
+
+    def block_of(r):  # rank r holds r rows; rank 0 none
+        return np.arange(r * 10, r * 10 + r, dtype=float).reshape(r, 1) * np.ones(3)
+
+    block = block_of(rank)
     a = dapx.from_local(block, backend=backend)
     assert np.shares_memory(a.local(), block)
-    expected = np.concatenate(
-        [np.arange(r * 10, r * 10 + r, dtype=float).reshape(r, 1) * np.ones(3)
-         for r in range(backend.nranks)]  # fmt: skip
-    )
+    expected = np.concatenate([block_of(r) for r in range(backend.nranks)])
     np.testing.assert_array_equal(a.gather(), expected)
 
 
