@@ -46,8 +46,19 @@ from .backends import (
     simulated,
     use_backend,
 )
+from .backends import (
+    mpi_backend as mpi,
+)
 
-__all__ += ["Backend", "default_backend", "get_backend", "set_backend", "simulated", "use_backend"]
+__all__ += [
+    "Backend",
+    "default_backend",
+    "get_backend",
+    "mpi",
+    "set_backend",
+    "simulated",
+    "use_backend",
+]
 
 from .array import DistributedArray
 
@@ -59,6 +70,7 @@ from .creation import (
     empty,
     empty_like,
     from_distarray,
+    from_local,
     fromfunction,
     full,
     full_like,
@@ -75,6 +87,7 @@ __all__ += [
     "empty",
     "empty_like",
     "from_distarray",
+    "from_local",
     "fromfunction",
     "full",
     "full_like",
@@ -84,3 +97,16 @@ __all__ += [
     "zeros",
     "zeros_like",
 ]
+
+from . import random, testing
+
+__all__ += ["random", "testing"]
+
+from . import contraction as _contraction  # noqa: F401 (registers np.* implementations)
+from . import joining as _joining  # noqa: F401 (registers np.* implementations)
+from . import manipulation as _manipulation  # noqa: F401 (registers np.* implementations)
+from . import reductions as _reductions  # noqa: F401 (registers np.* implementations)
+from . import scans as _scans  # noqa: F401 (registers np.* implementations)
+from . import shaping as _shaping  # noqa: F401 (registers np.* implementations)
+from . import sorting as _sorting  # noqa: F401 (registers np.* implementations)
+from . import statistics as _statistics  # noqa: F401 (registers np.* implementations)

@@ -22,7 +22,9 @@ from .backends import Backend
 from .config import config
 from .dispatch import HANDLED_FUNCTIONS
 from .distribution import Distribution
+from .elision import install_eliding_operators
 from .errors import GatherWarning
+from .guard import collective
 from .protocol import PROTOCOL_VERSION
 
 __all__ = ["DistributedArray"]
@@ -161,6 +163,7 @@ class DistributedArray(NDArrayOperatorsMixin):
             )
         return self.distarray(local[0])
 
+    @collective
     def gather(self) -> np.ndarray:
         """The whole array as one NumPy array on every process (explicit gather)."""
         from .redistribute import gather
@@ -186,6 +189,7 @@ class DistributedArray(NDArrayOperatorsMixin):
         out = self.gather()
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    @collective
     def redistribute(self, dist=None, grid=None, **options) -> DistributedArray:
         """The same values laid out by a new distribution, in one exchange.
 
@@ -199,11 +203,13 @@ class DistributedArray(NDArrayOperatorsMixin):
         return redistribute(self, dist, grid, **options)
 
     # -- NumPy protocols --------------------------------------------------------------------
+    @collective
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .elementwise import apply_ufunc
 
         return apply_ufunc(ufunc, method, inputs, kwargs)
 
+    @collective
     def __array_function__(self, func, types, args, kwargs):
         impl = HANDLED_FUNCTIONS.get(func)
         if impl is None:
@@ -214,8 +220,141 @@ class DistributedArray(NDArrayOperatorsMixin):
         return impl(*args, **kwargs)
 
     # -- indexing (implemented in indexing.py) ----------------------------------------------
+    @collective
+    def __getitem__(self, key) -> DistributedArray:
+        from .indexing import getitem
+
+        return getitem(self, key)
+
+    @collective
+    def __setitem__(self, key, value) -> None:
+        from .indexing import setitem
+
+        setitem(self, key, value)
 
     # -- NumPy-style methods (implemented in reductions.py and manipulation.py) -------------
+    # reductions.py, scans.py, statistics.py: thin delegates with NumPy's signatures
+    def sum(self, *args, **kwargs):
+        return np.sum(self, *args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return np.prod(self, *args, **kwargs)
+
+    def mean(self, *args, **kwargs):
+        return np.mean(self, *args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return np.std(self, *args, **kwargs)
+
+    def var(self, *args, **kwargs):
+        return np.var(self, *args, **kwargs)
+
+    def min(self, *args, **kwargs):
+        return np.min(self, *args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return np.max(self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return np.argmin(self, *args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return np.argmax(self, *args, **kwargs)
+
+    def any(self, *args, **kwargs):
+        return np.any(self, *args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return np.all(self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return np.cumsum(self, *args, **kwargs)
+
+    def cumprod(self, *args, **kwargs):
+        return np.cumprod(self, *args, **kwargs)
+
+    def ptp(self, *args, **kwargs):
+        return np.ptp(self, *args, **kwargs)
+
+    # manipulation.py, shaping.py, sorting.py
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        from .manipulation import astype
+
+        return astype(self, dtype, order, casting, subok, copy)
+
+    def copy(self, order="C"):
+        return np.copy(self, order=order)
+
+    def conj(self):
+        return np.conjugate(self)
+
+    def conjugate(self):
+        return np.conjugate(self)
+
+    @property
+    def real(self):
+        from .manipulation import part
+
+        return part(self, "real")
+
+    @real.setter
+    def real(self, value):
+        from .manipulation import set_part
+
+        set_part(self, "real", value)
+
+    @property
+    def imag(self):
+        from .manipulation import part
+
+        return part(self, "imag")
+
+    @imag.setter
+    def imag(self, value):
+        from .manipulation import set_part
+
+        set_part(self, "imag", value)
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (int, np.integer))):
+            axes = axes[0]
+        return np.transpose(self, axes if axes != () else None)
+
+    def swapaxes(self, axis1, axis2):
+        return np.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        return np.reshape(self, shape, order=order, copy=copy)
+
+    def ravel(self, order="C"):
+        return np.ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        return np.copy(np.ravel(self, order=order))
+
+    def squeeze(self, axis=None):
+        return np.squeeze(self, axis=axis)
+
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return np.searchsorted(self, v, side=side, sorter=sorter)
+
+    def nonzero(self):
+        return np.nonzero(self)
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        return np.clip(self, min, max, out=out, **kwargs)
+
+    def round(self, decimals=0, out=None):
+        return np.round(self, decimals=decimals, out=out)
 
     # -- scalars (0-d) ------------------------------------------------------------------------
     def _scalar(self):
@@ -291,3 +430,5 @@ class DistributedArray(NDArrayOperatorsMixin):
 
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic)
+
+install_eliding_operators(DistributedArray)

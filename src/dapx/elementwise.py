@@ -50,8 +50,12 @@ def _slice_numpy(x: np.ndarray, target: Distribution, rank: int):
         parts.append(slice(None) if x.shape[k - extra] == 1 else simplify_index(idx))
     if all(isinstance(p, slice) for p in parts):
         return x[tuple(parts)]
-    return x[np.ix_(*[np.arange(x.shape[i]) if p == slice(None) else _as_array(p)
-                      for i, p in enumerate(parts)])]  # fmt: skip
+    # slice(None) marks a broadcast (length-1) axis; other slices are index ranges.
+    arrays = [
+        np.arange(x.shape[i]) if isinstance(p, slice) and p == slice(None) else _as_array(p)
+        for i, p in enumerate(parts)
+    ]
+    return x[np.ix_(*arrays)]
 
 
 def result_layout(operands, out=None):

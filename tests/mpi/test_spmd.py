@@ -71,7 +71,7 @@ def test_from_local_uneven_and_empty(backend):
 
     block = block_of(rank)
     a = dapx.from_local(block, backend=backend)
-    assert np.shares_memory(a.local(), block)
+    assert block.size == 0 or np.shares_memory(a.local(), block)
     expected = np.concatenate([block_of(r) for r in range(backend.nranks)])
     np.testing.assert_array_equal(a.gather(), expected)
 

@@ -1,0 +1,53 @@
+"""Every notebook in notebooks/ runs from top to bottom without an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert [p.name for p in NOTEBOOKS if p.name == "quickstart.ipynb"] == ["quickstart.ipynb"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path, monkeypatch):
+    # The kernel inherits the environment: pin the simulated backend whatever the caller set.
+    monkeypatch.setenv("DAPX_BACKEND", "simulated")
+    monkeypatch.setenv("DAPX_RANKS", "4")
+    notebook = nbformat.read(path, as_version=4)
+    # kernel "python3" runs sys.executable (jupyter_client substitutes it for "python"),
+    # so the notebook sees the same environment as the tests.
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    errors = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
+    assert not errors
+    html = [
+        output["data"]["text/html"]
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "text/html" in output.get("data", {})
+    ]
+    if path.name == "quickstart.ipynb":
+        assert any("<svg" in h for h in html), "the decomposition picture is not shown"
