@@ -77,6 +77,8 @@ def test_from_local_uneven_and_empty(backend):
 
 
 def test_from_local_mismatch_raises_on_every_rank(backend):
+    if backend.nranks == 1:
+        pytest.skip("a mismatch needs two ranks")
     shape = (2, 3) if backend.comm.rank == 0 else (2, 4)
     with pytest.raises(ValueError, match="may differ only along axis 0"):
         dapx.from_local(np.zeros(shape), backend=backend)

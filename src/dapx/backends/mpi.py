@@ -190,17 +190,31 @@ class MPIBackend(Backend):
                 self._comm.Abort(1)
             time.sleep(1e-3)
 
-    def _check_errors(self) -> None:
+    def _check_errors(self, request) -> bool:
+        """Whether `request` completed; raises when a failure report means it never will.
+
+        A report can arrive while this rank's collective is about to complete
+        (the reporter failed just after it, possibly as every rank is about
+        to): then the request completes within a grace period and the report
+        is left for `recover` to collect.
+        """
         status = self._MPI.Status()
-        if self._errors.Iprobe(source=self._MPI.ANY_SOURCE, tag=_ERROR_TAG, status=status):
-            self._errors.recv(source=status.Get_source(), tag=_ERROR_TAG)
-            self._reports_seen = 1
-            raise self.recover(None)
+        if not self._errors.Iprobe(source=self._MPI.ANY_SOURCE, tag=_ERROR_TAG, status=status):
+            return False
+        grace = time.monotonic() + 0.5
+        while time.monotonic() < grace:
+            if request.Test():
+                return True
+            time.sleep(1e-3)
+        self._errors.recv(source=status.Get_source(), tag=_ERROR_TAG)
+        self._reports_seen = 1
+        raise self.recover(None)
 
     def _wait(self, request) -> None:
         delay = 0.0
         while not request.Test():
-            self._check_errors()
+            if self._check_errors(request):
+                return
             if delay:
                 time.sleep(delay)
             delay = min(max(delay * 2, 1e-6), 1e-3)
