@@ -94,3 +94,10 @@ def test_simulated_and_mpi_results_are_bitwise_identical(tmp_path):
     assert sorted(a.files) == sorted(b.files) and a.files
     for key in a.files:
         assert a[key].tobytes() == b[key].tobytes(), key
+
+
+def test_info_reports_ranks_under_mpiexec():
+    result = _mpiexec(2, ["-m", "dapx", "info"], timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "MPI ranks" in result.stdout and "2 (this process is rank 1)" in result.stdout
+    assert "MPI library" in result.stdout and "MPICH" in result.stdout

@@ -55,6 +55,13 @@ def info_text() -> str:
         ("MPI library", mpi_library_version()),
         ("mpiexec", _mpiexec()),
     ]
+    from .backends import _mpi_world_size
+
+    if _mpi_world_size() > 1:
+        from mpi4py import MPI
+
+        world = MPI.COMM_WORLD
+        rows.append(("MPI ranks", f"{world.Get_size()} (this process is rank {world.Get_rank()})"))
     backends = available_backends()
     usable = [name for name, ok in backends.items() if ok]
     rows.append(("backends available", ", ".join(usable) or "none implemented yet"))
