@@ -273,6 +273,7 @@ class DistributedArray(NDArrayOperatorsMixin):
     def cumprod(self, *args, **kwargs):
         return np.cumprod(self, *args, **kwargs)
 
+    # Note: ndarray.ptp was removed in NumPy 2.0; this one remains, as np.ptp.
     def ptp(self, *args, **kwargs):
         return np.ptp(self, *args, **kwargs)
 

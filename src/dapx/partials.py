@@ -27,8 +27,10 @@ Metadata is computed once per distribution (`functools.lru_cache`).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -50,6 +52,7 @@ __all__ = [
     "any_true",
     "as_distributed",
     "drop",
+    "emit_warnings",
     "flag",
     "from_replicated",
     "given",
@@ -66,7 +69,9 @@ __all__ = [
     "reorderable",
     "scalar_call",
     "select",
+    "shared_warnings",
     "single_out",
+    "spmd_warnings",
     "store",
     "where_blocks",
 ]
@@ -221,11 +226,11 @@ def store(result: DistributedArray, out, casting: str = "unsafe"):
 
 
 def scalar_call(func: Callable, a: DistributedArray, out=None, casting="unsafe", **kwargs):
-    """`func` on the replicated value of 0-d `a` (the same on every rank).
+    """`func` on the replicated value of 0-d `a` (the same on every rank), no communication.
 
-    0-d DistributedArrays among `kwargs` (``where=``, ``mean=``) are passed as
-    their value; larger ones as their local block, which for a 0-d `a` is the
-    whole of what NumPy needs only when they too are 0-d, so they are refused.
+    DistributedArrays among `kwargs` (``where=``, ``mean=``) must be 0-d too and
+    are passed as their (replicated) value. A result with dimensions (quantiles
+    of a scalar) is small and known everywhere; it is laid out over all ranks.
     """
     for k, v in kwargs.items():
         if isinstance(v, DistributedArray):
@@ -237,6 +242,73 @@ def scalar_call(func: Callable, a: DistributedArray, out=None, casting="unsafe",
     if first.ndim:  # e.g. quantiles of a scalar: small, known on every process
         return store(from_replicated(first, a.backend), out, casting)
     return store(new(SCALAR, blocks, a.backend), out, casting)
+
+
+_sharing = 0  # > 0 inside a shared_warnings block (inner blocks do not share again)
+
+
+def emit_warnings(everyone) -> None:
+    """Emit, in rank order and once each, the (category, message) pairs of every rank.
+
+    # Note: a warning NumPy would repeat (two invalid divisions) is shown once.
+    """
+    done = set()
+    for seen in everyone:
+        for item in seen:
+            if item not in done:
+                done.add(item)
+                warnings.warn(item[1], item[0], stacklevel=4)
+
+
+@contextlib.contextmanager
+def shared_warnings(backend):
+    """Every rank shows the warnings that any rank raised inside the block.
+
+    NumPy's warnings (an empty slice, an invalid division, ...) arise only on
+    the ranks whose blocks trigger them; under MPI, with warnings turned into
+    errors, the other ranks would carry on alone. Inside the block warnings
+    are recorded; at its end one allgather shares them and every rank emits
+    the union, deduplicated, under the user's filters. Nested blocks share
+    once, at the outermost. An exception skips the sharing and propagates.
+    """
+    global _sharing
+    if _sharing:
+        yield
+        return
+    _sharing += 1
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        _sharing -= 1
+    seen = [(w.category, str(w.message)) for w in caught]
+    emit_warnings(backend.allgather(dict.fromkeys(backend.local_ranks, seen)))
+
+
+def _backend_of(args, kwargs):
+    for x in (*args, *kwargs.values()):
+        if isinstance(x, DistributedArray):
+            return x.backend
+        if isinstance(x, tuple):
+            for y in x:
+                if isinstance(y, DistributedArray):
+                    return y.backend
+    return None
+
+
+def spmd_warnings(func: Callable) -> Callable:
+    """Decorator: run `func` inside `shared_warnings` on its arrays' backend."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        backend = None if _sharing else _backend_of(args, kwargs)
+        if backend is None:
+            return func(*args, **kwargs)
+        with shared_warnings(backend):
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def any_true(blocks: Mapping[int, np.ndarray], backend) -> bool:
@@ -260,15 +332,18 @@ def reorderable(ufunc: np.ufunc, dtype: np.dtype) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def reduce_dtype(ufunc: np.ufunc, in_dtype: np.dtype, dtype) -> np.dtype:
+    """The dtype of ``ufunc.reduce`` on `in_dtype` data (NumPy's own resolution)."""
     return ufunc.reduce(np.zeros(1, in_dtype), dtype=dtype).dtype
 
 
 @functools.lru_cache(maxsize=512)
 def accumulate_dtype(ufunc: np.ufunc, in_dtype: np.dtype, dtype) -> np.dtype:
+    """The dtype of ``ufunc.accumulate`` on `in_dtype` data."""
     return ufunc.accumulate(np.zeros(1, in_dtype), dtype=dtype).dtype
 
 
 def select(block: np.ndarray, ops: tuple) -> np.ndarray:
+    """`block` indexed along some axes: `ops` holds ``(axis, slice or index array)`` pairs."""
     for k, idx in ops:
         if isinstance(idx, slice):
             block = block[(slice(None),) * k + (idx,)]
@@ -295,6 +370,7 @@ def _ones_distribution(ndim, nranks):
 
 
 def drop(maps: Sequence, axes: tuple[int, ...], keepdims: bool) -> Distribution:
+    """The distribution of `maps` with `axes` removed (or kept as undistributed size 1)."""
     if keepdims:
         return Distribution([BlockMap(1, nprocs=1) if k in axes else m for k, m in enumerate(maps)])
     return Distribution([m for k, m in enumerate(maps) if k not in axes])
@@ -315,12 +391,30 @@ class Layout:
         The reduced axes that are distributed (``nprocs > 1``).
     count : int
         Number of elements each result element reduces.
+    empty : bool
+        Whether some rank owns nothing along a reduced distributed axis (then
+        reductions without an identity mark such partials as absent).
+    plan, slots
+        For reductions over distributed axes: the exchange plan from the slot
+        layout of the partials to the target layout, and the index of each slot
+        in fold order (None otherwise).
     result : dict
         The result distribution for ``keepdims`` False and True.
     """
 
-    __slots__ = ("axes", "count", "dist_axes", "empty", "full", "glob", "plan", "result",
-                 "sel", "shape", "slots")  # fmt: skip
+    __slots__ = (
+        "axes",
+        "count",
+        "dist_axes",
+        "empty",
+        "full",
+        "glob",
+        "plan",
+        "result",
+        "sel",
+        "shape",
+        "slots",
+    )
 
     def __init__(self, dist: Distribution, axes: tuple[int, ...], ranks, nranks: int):
         maps = dist.maps
@@ -343,7 +437,6 @@ class Layout:
             self.sel[r] = tuple(ops)
             self.glob[r] = tuple(glob)
         self.dist_axes = tuple(k for k in axes if maps[k].nprocs > 1)
-        #: whether some rank owns nothing along a reduced distributed axis
         self.empty = builtins.any(
             maps[k].num_owned(c) == 0 for k in self.dist_axes for c in range(maps[k].nprocs)
         )

@@ -1,35 +1,29 @@
-"""Reductions and scans of distributed arrays; partials are combined in rank order.
+"""NumPy reductions of distributed arrays: sum, prod, min, max, any, all, arg..., nan....
 
-Every reduction goes through one engine, `reduce_blocks`:
+All of them, and ``ufunc.reduce``, run on the engine of `dapx.partials`:
+each rank reduces the elements it owns, and partials are combined strictly in
+rank order (a full reduction through one allgather; a reduction over
+distributed axes as a reduce-scatter through the exchange plans). Results
+therefore depend only on the data and the grid: two runs with the same grid
+give bitwise identical answers, on any backend.
 
-* each rank reduces the elements it *owns* (padding and shared copies left
-  out) with ``keepdims``;
-* a full reduction combines the per-rank partials with
-  `Backend.combine`, strictly in rank order;
-* a partial reduction over undistributed axes stays local and keeps the
-  other dimensions' maps;
-* a partial reduction over distributed axes is a reduce-scatter through the
-  one exchange mechanism: the partials are viewed as an array whose reduced
-  dimensions are *slot* dimensions of the grid's size along them (each rank
-  holds the slot of its grid coordinate), redistributed so that slot
-  dimensions are whole on every rank and the others are spread over all
-  ranks, and the slots are folded in order.
+A full reduction returns a 0-d DistributedArray, replicated on every rank
+(``int()``, ``float()`` and ``.item()`` read it without communication).
 
-So a result depends only on the data and the grid, never on timing: two runs
-with the same grid give bitwise identical answers.
-
-Scans (``cumsum``, ``ufunc.accumulate``) along a block-distributed axis add
-to the local scan the carry of the preceding grid coordinates; other axes are
-moved to a block layout first and back afterwards. Statistics (mean, var,
-median, quantile, ...) live in `dapx.statistics`, built on the same engine.
+# Note: ufuncs that cannot be reordered (``subtract``, ``divide``, ``power``)
+# are folded in order along the whole axis, after moving that axis onto one
+# rank per line of the grid. Scans and ``ufunc.outer`` live in `dapx.scans`,
+# means, variances, medians and quantiles in `dapx.statistics`.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -42,6 +36,7 @@ from .partials import (
     any_true,
     as_distributed,
     drop,
+    emit_warnings,
     flag,
     given,
     holder_value,
@@ -57,6 +52,7 @@ from .partials import (
     scalar_call,
     select,
     single_out,
+    spmd_warnings,
     store,
     where_blocks,
 )
@@ -86,6 +82,7 @@ __all__ = [
 ]
 
 _NoValue = np._NoValue
+Axis = Any  # None, an int, or a tuple of ints
 
 
 # -- ufunc.reduce ----------------------------------------------------------------------------------
@@ -108,15 +105,26 @@ def _ufunc_spec(ufunc, axes, full, dtype, local_initial, maskable, res_dtype):
 
 
 def _full_fast(ufunc, a, lay, dtype, res_dtype):
-    """The hot path of a full reduction by a ufunc with an identity, no mask, no initial."""
+    """The hot path of a full reduction by a ufunc with an identity, no mask, no initial.
+
+    The partials and any warnings raised computing them travel in one allgather
+    and are combined in rank order (as `Backend.combine` does); every rank then
+    emits the same warnings (see `shared_warnings`).
+    """
     sel = lay.sel
-    partials = {
-        r: ufunc.reduce(select(b, sel[r]) if sel[r] else b, axis=None, dtype=dtype)
-        for r, b in a._locals.items()
-    }
-    value = a.backend.combine(partials, ufunc)
+    backend = a.backend
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        partials = {
+            r: ufunc.reduce(select(b, sel[r]) if sel[r] else b, axis=None, dtype=dtype)
+            for r, b in a._locals.items()
+        }
+    seen = [(w.category, str(w.message)) for w in caught] if caught else ()
+    everyone = backend.allgather({r: (p, seen) for r, p in partials.items()})
+    value = functools.reduce(ufunc, [p for p, _ in everyone])
+    emit_warnings([w for _, w in everyone])
     blocks = {r: np.array(value, res_dtype) for r in partials}
-    return DistributedArray(SCALAR, blocks, a.backend, res_dtype)
+    return DistributedArray(SCALAR, blocks, backend, res_dtype)
 
 
 def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsafe"):
@@ -133,6 +141,11 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
         a = owned_only(a)
         lay = layout(a._dist, reduced_axes(None, a.ndim), a._backend)
         return _full_fast(ufunc, a, lay, dtype, reduce_dtype(ufunc, a._dtype, dtype))
+    return _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, casting)
+
+
+@spmd_warnings
+def _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, casting):
     out = single_out(out)
     a = as_distributed(a, out)
     keepdims = flag(keepdims)
@@ -140,17 +153,16 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
     if a.ndim == 0:
         kw = {"initial": initial} if has_initial else {}
         if where is not True and where is not _NoValue:
-            kw["where"] = where._locals[a.backend.local_ranks[0]] if isinstance(
-                where, DistributedArray) else where  # fmt: skip
-        return scalar_call(ufunc.reduce, a, out, casting, axis=axis, dtype=dtype,
-                           keepdims=keepdims, **kw)  # fmt: skip
+            kw["where"] = where
+        return scalar_call(
+            ufunc.reduce, a, out, casting, axis=axis, dtype=dtype, keepdims=keepdims, **kw
+        )
     axes = reduced_axes(axis, a.ndim)
     order_free = reorderable(ufunc, a.dtype)
     name = ufunc.__name__
     if len(axes) > 1 and not order_free:
         raise ValueError(
-            f"reduction operation '{name}' is not reorderable, so at most one axis may be "
-            "specified"
+            f"reduction operation '{name}' is not reorderable, so at most one axis may be specified"
         )
     wb = where_blocks(where, a)
     backend = a.backend
@@ -174,16 +186,18 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
             w = moved.blocks[1]
             if w is not None:
                 kw["where"] = w[r]
-            blocks[r] = ufunc.reduce(moved.blocks[0][r], axis=moved.axes[0], dtype=dtype,
-                                     keepdims=keepdims, **kw)  # fmt: skip
+            blocks[r] = ufunc.reduce(
+                moved.blocks[0][r], axis=moved.axes[0], dtype=dtype, keepdims=keepdims, **kw
+            )
         if moved.dummy:
             value = holder_value(moved, blocks, backend)
             if keepdims:
                 dist = ones_distribution(a.ndim, backend.nranks)
                 blocks = {r: np.full(dist.local_shape(r), value) for r in blocks}
                 return store(new(dist, blocks, backend, res_dtype), out, casting)
-            return store(new(SCALAR, dict.fromkeys(blocks, value), backend, res_dtype), out,
-                         casting)  # fmt: skip
+            return store(
+                new(SCALAR, dict.fromkeys(blocks, value), backend, res_dtype), out, casting
+            )
         dist = drop(moved.dist.maps, moved.axes, keepdims)
         return store(new(dist, blocks, backend, res_dtype), out, casting)
     combines = builtins.bool(lay.dist_axes)
@@ -191,8 +205,9 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
     # (maximum, minimum, fmax, fmin) every rank may apply it, which is idempotent.
     finish_initial = has_initial and combines and not no_identity
     local_initial = initial if has_initial and not finish_initial else None
-    spec = _ufunc_spec(ufunc, axes, lay.full, dtype, local_initial,
-                       no_identity and not has_initial, res_dtype)  # fmt: skip
+    spec = _ufunc_spec(
+        ufunc, axes, lay.full, dtype, local_initial, no_identity and not has_initial, res_dtype
+    )
     dist, parts = reduce_blocks(a.distribution, backend, axes, keepdims, spec, [a._locals, wb])
     if finish_initial:
         init = np.asarray(initial).astype(res_dtype)
@@ -202,8 +217,16 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
     return store(new(dist, blocks, backend, res_dtype), out, casting)
 
 
-def ufunc_reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims=False, initial=None,
-                 where=True):  # fmt: skip
+def ufunc_reduce(
+    ufunc: np.ufunc,
+    array,
+    axis: Axis = 0,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=None,
+    where=True,
+) -> DistributedArray:
     """``ufunc.reduce`` of a distributed array (called by `DistributedArray.__array_ufunc__`).
 
     Partials are combined in rank order. Ufuncs that cannot be reordered
@@ -227,7 +250,15 @@ def ufunc_reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims=False, ini
 
 # -- NumPy reductions ------------------------------------------------------------------------------
 @implements(np.sum)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def sum(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=_NoValue,
+    where=True,
+) -> DistributedArray:
     """Sum of elements, as `numpy.sum`; partials are added in rank order.
 
     Examples
@@ -241,7 +272,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, wh
 
 
 @implements(np.prod)
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def prod(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=_NoValue,
+    where=True,
+) -> DistributedArray:
     """Product of elements, as `numpy.prod`.
 
     Examples
@@ -254,7 +293,9 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
 
 
 @implements(np.max)
-def max(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def max(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+) -> DistributedArray:
     """Maximum, as `numpy.max` (NaN propagates; empty arrays need ``initial``).
 
     Examples
@@ -268,7 +309,9 @@ def max(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
 
 
 @implements(np.min)
-def min(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def min(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+) -> DistributedArray:
     """Minimum, as `numpy.min`.
 
     Examples
@@ -281,7 +324,9 @@ def min(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
 
 
 @implements(np.amax)
-def amax(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def amax(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+) -> DistributedArray:
     """Alias of `max`, as `numpy.amax`.
 
     >>> import numpy as np, dapx
@@ -292,7 +337,9 @@ def amax(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
 
 
 @implements(np.amin)
-def amin(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def amin(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+) -> DistributedArray:
     """Alias of `min`, as `numpy.amin`.
 
     >>> import numpy as np, dapx
@@ -303,7 +350,9 @@ def amin(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
 
 
 @implements(np.any)
-def any(a, axis=None, out=None, keepdims=False, *, where=True):
+def any(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, *, where=True
+) -> DistributedArray:
     """Whether any element is true, as `numpy.any`.
 
     >>> import numpy as np, dapx
@@ -314,7 +363,9 @@ def any(a, axis=None, out=None, keepdims=False, *, where=True):
 
 
 @implements(np.all)
-def all(a, axis=None, out=None, keepdims=False, *, where=True):
+def all(
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, *, where=True
+) -> DistributedArray:
     """Whether every element is true, as `numpy.all`.
 
     >>> import numpy as np, dapx
@@ -325,8 +376,11 @@ def all(a, axis=None, out=None, keepdims=False, *, where=True):
 
 
 @implements(np.count_nonzero)
-def count_nonzero(a, axis=None, *, keepdims=False):
-    """Number of non-zero elements, as `numpy.count_nonzero` (a 0-d array for ``axis=None``).
+def count_nonzero(a: DistributedArray, axis: Axis = None, *, keepdims=False) -> DistributedArray:
+    """Number of non-zero elements, as `numpy.count_nonzero`.
+
+    # Note: with ``axis=None`` the count is a 0-d DistributedArray (NumPy returns
+    # an int); ``int()`` reads it without communication.
 
     >>> import numpy as np, dapx
     >>> int(np.count_nonzero(dapx.arange(5, backend=dapx.simulated(2))))
@@ -345,13 +399,13 @@ def count_nonzero(a, axis=None, *, keepdims=False):
         return (np.asarray(np.count_nonzero(views[0], axis=ax, keepdims=keep), np.intp),)
 
     spec = Spec(partial, lambda x, y: (x[0] + y[0],))
-    dist, parts = reduce_blocks(a.distribution, a.backend, axes, flag(keepdims), spec,
-                                [a._locals])  # fmt: skip
+    dist, parts = reduce_blocks(a.distribution, a.backend, axes, flag(keepdims), spec, [a._locals])
     return new(dist, {r: p[0] for r, p in parts.items()}, a.backend, np.intp)
 
 
 @implements(np.ptp)
-def ptp(a, axis=None, out=None, keepdims=False):
+@spmd_warnings
+def ptp(a: DistributedArray, axis: Axis = None, out=None, keepdims=False) -> DistributedArray:
     """Range of values (maximum minus minimum), as `numpy.ptp`.
 
     >>> import numpy as np, dapx
@@ -376,9 +430,11 @@ def _arg_combine(better: np.ufunc, inexact: bool) -> Callable:
         xv, xi = x
         yv, yi = y
         earlier = yi < xi
-        if inexact:
+        if inexact:  # NaNs are handled here, so comparisons with them need not warn
             xn, yn = np.isnan(xv), np.isnan(yv)
-            take = np.where(xn, yn & earlier, yn | better(yv, xv) | ((yv == xv) & earlier))
+            with np.errstate(invalid="ignore"):
+                beats = better(yv, xv) | ((yv == xv) & earlier)
+            take = np.where(xn, yn & earlier, yn | beats)
         else:
             take = better(yv, xv) | ((yv == xv) & earlier)
         return np.where(take, yv, xv), np.where(take, yi, xi)
@@ -386,6 +442,7 @@ def _arg_combine(better: np.ufunc, inexact: bool) -> Callable:
     return combine
 
 
+@spmd_warnings
 def _arg(a, axis, out, keepdims, which: str):
     out = single_out(out)
     a = as_distributed(a, out)
@@ -431,7 +488,7 @@ def _arg(a, axis, out, keepdims, which: str):
 
 
 @implements(np.argmin)
-def argmin(a, axis=None, out=None, *, keepdims=False):
+def argmin(a: DistributedArray, axis: Axis = None, out=None, *, keepdims=False) -> DistributedArray:
     """Index of the minimum, as `numpy.argmin` (first occurrence in global order).
 
     >>> import numpy as np, dapx
@@ -443,7 +500,7 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
 
 
 @implements(np.argmax)
-def argmax(a, axis=None, out=None, *, keepdims=False):
+def argmax(a: DistributedArray, axis: Axis = None, out=None, *, keepdims=False) -> DistributedArray:
     """Index of the maximum, as `numpy.argmax` (first occurrence in global order).
 
     >>> import numpy as np, dapx
@@ -469,7 +526,15 @@ def replace_nan(a: DistributedArray, value) -> tuple[DistributedArray, Blocks | 
 
 
 @implements(np.nansum)
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def nansum(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=_NoValue,
+    where=True,
+) -> DistributedArray:
     """Sum treating NaN as zero, as `numpy.nansum`.
 
     >>> import numpy as np, dapx
@@ -482,7 +547,15 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
 
 
 @implements(np.nanprod)
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def nanprod(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=_NoValue,
+    where=True,
+) -> DistributedArray:
     """Product treating NaN as one, as `numpy.nanprod`.
 
     >>> import numpy as np, dapx
@@ -494,18 +567,27 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue
     return prod(a, axis, dtype, out, keepdims, initial, where)
 
 
+@spmd_warnings
 def _nan_extremum(ufunc, a, axis, out, keepdims, initial, where):
     out = single_out(out)
     a = as_distributed(a, out)
     res = _reduce(ufunc, a, axis, None, None, keepdims, initial, where)
-    if a.dtype.kind in "fc" and any_true({r: np.isnan(b) for r, b in res._locals.items()},
-                                         a.backend):  # fmt: skip
+    if a.dtype.kind in "fc" and any_true(
+        {r: np.isnan(b) for r, b in res._locals.items()}, a.backend
+    ):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
     return store(res, out)
 
 
 @implements(np.nanmax)
-def nanmax(a, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue):
+def nanmax(
+    a: DistributedArray,
+    axis: Axis = None,
+    out=None,
+    keepdims=_NoValue,
+    initial=_NoValue,
+    where=_NoValue,
+) -> DistributedArray:
     """Maximum ignoring NaNs, as `numpy.nanmax` (warns on all-NaN slices).
 
     >>> import numpy as np, dapx
@@ -516,7 +598,14 @@ def nanmax(a, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_N
 
 
 @implements(np.nanmin)
-def nanmin(a, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue):
+def nanmin(
+    a: DistributedArray,
+    axis: Axis = None,
+    out=None,
+    keepdims=_NoValue,
+    initial=_NoValue,
+    where=_NoValue,
+) -> DistributedArray:
     """Minimum ignoring NaNs, as `numpy.nanmin` (warns on all-NaN slices).
 
     >>> import numpy as np, dapx
@@ -526,17 +615,29 @@ def nanmin(a, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_N
     return _nan_extremum(np.fmin, a, axis, out, keepdims, initial, where)
 
 
+@spmd_warnings
 def _nan_arg(a, axis, out, keepdims, which):
     out = single_out(out)
     a = as_distributed(a, out)
     fill = np.inf if which == "argmin" else -np.inf
     filled, masks = replace_nan(a, fill)
     if masks is not None and a.size:
-        axes = tuple(range(a.ndim)) if axis is None else (
-            normalize_axis_index(operator.index(axis), a.ndim),)  # fmt: skip
+        axes = (
+            tuple(range(a.ndim))
+            if axis is None
+            else (normalize_axis_index(operator.index(axis), a.ndim),)
+        )
         if a.ndim:
-            all_nan = _reduce(np.logical_and, a._new(a.distribution, masks, bool), axes,
-                              None, None, False, None, True)  # fmt: skip
+            all_nan = _reduce(
+                np.logical_and,
+                a._new(a.distribution, masks, bool),
+                axes,
+                None,
+                None,
+                False,
+                None,
+                True,
+            )
             blocks = all_nan._locals
         else:
             blocks = masks
@@ -546,7 +647,9 @@ def _nan_arg(a, axis, out, keepdims, which):
 
 
 @implements(np.nanargmin)
-def nanargmin(a, axis=None, out=None, *, keepdims=_NoValue):
+def nanargmin(
+    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
+) -> DistributedArray:
     """Index of the minimum ignoring NaNs, as `numpy.nanargmin`.
 
     >>> import numpy as np, dapx
@@ -557,7 +660,9 @@ def nanargmin(a, axis=None, out=None, *, keepdims=_NoValue):
 
 
 @implements(np.nanargmax)
-def nanargmax(a, axis=None, out=None, *, keepdims=_NoValue):
+def nanargmax(
+    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
+) -> DistributedArray:
     """Index of the maximum ignoring NaNs, as `numpy.nanargmax`.
 
     >>> import numpy as np, dapx

@@ -17,6 +17,7 @@ import functools
 import math
 import operator
 import warnings
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -36,11 +37,14 @@ from .partials import (
     new,
     reorderable,
     single_out,
+    spmd_warnings,
     store,
 )
 from .plans import exchange_plan
 from .redistribute import align, run_plan
 from .reductions import replace_nan
+
+Axis = Any  # None, an int, or a tuple of ints
 
 __all__ = [
     "accumulate",
@@ -90,8 +94,9 @@ def _block_along(dist: Distribution, axis: int) -> Distribution:
     return Distribution(maps, dist.grid)
 
 
-def scan_blocks(ufunc, dist: Distribution, blocks: Blocks, backend, axis: int, dtype,
-                in_dtype) -> Blocks:  # fmt: skip
+def scan_blocks(
+    ufunc, dist: Distribution, blocks: Blocks, backend, axis: int, dtype, in_dtype
+) -> Blocks:
     """``ufunc.accumulate`` along `axis` of blocks laid out by `dist`, in that layout."""
     res_dtype = accumulate_dtype(ufunc, np.dtype(in_dtype), dtype)
     m = dist.maps[axis]
@@ -121,8 +126,9 @@ def scan_blocks(ufunc, dist: Distribution, blocks: Blocks, backend, axis: int, d
 @functools.lru_cache(maxsize=128)
 def _ravel_layout(dist: Distribution, ranks, nranks):
     shape = dist.global_shape
-    rows = Distribution([BlockMap(shape[0], nprocs=nranks),
-                         *(BlockMap(n, nprocs=1) for n in shape[1:])])  # fmt: skip
+    rows = Distribution(
+        [BlockMap(shape[0], nprocs=nranks), *(BlockMap(n, nprocs=1) for n in shape[1:])]
+    )
     plan = None if rows == dist else exchange_plan(dist, rows, ranks)
     inner = math.prod(shape[1:])
     flat = Distribution([BlockMap(math.prod(shape), rows.maps[0].bounds * inner)])
@@ -142,6 +148,7 @@ def ravel_blocks(a: DistributedArray) -> tuple[Distribution, Blocks]:
     return flat, {r: b.reshape(-1) for r, b in blocks.items()}
 
 
+@spmd_warnings
 def _accumulate(ufunc, a, axis, dtype, out, flatten: bool):
     out = single_out(out)
     a = as_distributed(a, out)
@@ -158,7 +165,7 @@ def _accumulate(ufunc, a, axis, dtype, out, flatten: bool):
     return store(result, out, "unsafe")
 
 
-def accumulate(ufunc, array, axis=0, dtype=None, out=None):
+def accumulate(ufunc, array, axis=0, dtype=None, out=None) -> DistributedArray:
     """``ufunc.accumulate`` of a distributed array along any axis.
 
     Examples
@@ -174,7 +181,7 @@ def accumulate(ufunc, array, axis=0, dtype=None, out=None):
 
 
 @implements(np.cumsum)
-def cumsum(a, axis=None, dtype=None, out=None):
+def cumsum(a: DistributedArray, axis: Axis = None, dtype=None, out=None) -> DistributedArray:
     """Cumulative sum, as `numpy.cumsum` (``axis=None`` flattens in C order).
 
     >>> import numpy as np, dapx
@@ -185,7 +192,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 
 @implements(np.cumprod)
-def cumprod(a, axis=None, dtype=None, out=None):
+def cumprod(a: DistributedArray, axis: Axis = None, dtype=None, out=None) -> DistributedArray:
     """Cumulative product, as `numpy.cumprod`.
 
     >>> import numpy as np, dapx
@@ -196,7 +203,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 @implements(np.nancumsum)
-def nancumsum(a, axis=None, dtype=None, out=None):
+def nancumsum(a: DistributedArray, axis: Axis = None, dtype=None, out=None) -> DistributedArray:
     """Cumulative sum treating NaN as zero, as `numpy.nancumsum`.
 
     >>> import numpy as np, dapx
@@ -209,7 +216,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
 
 
 @implements(np.nancumprod)
-def nancumprod(a, axis=None, dtype=None, out=None):
+def nancumprod(a: DistributedArray, axis: Axis = None, dtype=None, out=None) -> DistributedArray:
     """Cumulative product treating NaN as one, as `numpy.nancumprod`.
 
     >>> import numpy as np, dapx
@@ -222,7 +229,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 # -- ufunc.outer -----------------------------------------------------------------------------------
-def whole(x, what: str):
+def whole(x, what: str) -> DistributedArray:
     """`x` as a NumPy array on every process; a large DistributedArray warns before gathering."""
     if not isinstance(x, DistributedArray):
         return np.asarray(x)
@@ -237,7 +244,8 @@ def whole(x, what: str):
     return x.gather()
 
 
-def outer(ufunc, a, b, **kwargs):
+@spmd_warnings
+def outer(ufunc, a, b, **kwargs) -> DistributedArray:
     """``ufunc.outer(a, b)``, distributed like `a` extended by undistributed dims of `b`.
 
     The second operand is needed whole on every rank: a NumPy array is used
@@ -270,8 +278,10 @@ def outer(ufunc, a, b, **kwargs):
     ranks = backend.local_ranks
     name = f"{ufunc.__name__}.outer"
     a_nd = a.ndim if isinstance(a, DistributedArray) else np.ndim(a)
-    if not isinstance(a, DistributedArray) and a_nd and not (
-        isinstance(b, DistributedArray) and b.ndim
+    if (
+        not isinstance(a, DistributedArray)
+        and a_nd
+        and not (isinstance(b, DistributedArray) and b.ndim)
     ):
         from .creation import asarray
 

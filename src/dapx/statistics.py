@@ -15,6 +15,7 @@ every rank.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
@@ -41,6 +42,7 @@ from .partials import (
     scalar_call,
     select,
     single_out,
+    spmd_warnings,
     store,
     where_blocks,
 )
@@ -64,9 +66,12 @@ __all__ = [
 ]
 
 _NoValue = np._NoValue
-_COMPLEX_TO_FLOAT = {np.dtype(np.complex64): np.dtype(np.float32),
-                     np.dtype(np.complex128): np.dtype(np.float64),
-                     np.dtype(np.clongdouble): np.dtype(np.longdouble)}  # fmt: skip
+Axis = Any  # None, an int, or a tuple of ints
+_COMPLEX_TO_FLOAT = {
+    np.dtype(np.complex64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.float64),
+    np.dtype(np.clongdouble): np.dtype(np.longdouble),
+}
 
 
 def _sums(a: DistributedArray, axes, keepdims, dtype, data: Blocks, where, valid):
@@ -89,8 +94,9 @@ def _sums(a: DistributedArray, axes, keepdims, dtype, data: Blocks, where, valid
     def combine(x, y):
         return tuple(np.add(p, q) for p, q in zip(x, y))
 
-    dist, parts = reduce_blocks(a.distribution, a.backend, axes, keepdims,
-                                Spec(partial, combine), [data, where, valid])  # fmt: skip
+    dist, parts = reduce_blocks(
+        a.distribution, a.backend, axes, keepdims, Spec(partial, combine), [data, where, valid]
+    )
     sums = {r: np.array(p[0]) for r, p in parts.items()}
     counts = {r: p[1] for r, p in parts.items()} if counted else None
     return dist, sums, counts
@@ -103,7 +109,10 @@ def _mean_dtype(dtype, a_dtype):
 
 
 @implements(np.mean)
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+@spmd_warnings
+def mean(
+    a: DistributedArray, axis: Axis = None, dtype=None, out=None, keepdims=False, *, where=True
+) -> DistributedArray:
     """Arithmetic mean, as `numpy.mean`: the sum (in rank order) over the count.
 
     Examples
@@ -118,8 +127,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     a = as_distributed(a, out)
     keepdims = flag(keepdims)
     if a.ndim == 0:
-        return scalar_call(np.mean, a, out, axis=axis, dtype=dtype, keepdims=keepdims,
-                           where=where)  # fmt: skip
+        return scalar_call(np.mean, a, out, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
     half = dtype is None and a.dtype == np.float16
@@ -173,6 +181,7 @@ def _mean_blocks(a, lay, dist, means: Blocks) -> Blocks:
     return align(new(dist, means, a.backend), a.distribution)
 
 
+@spmd_warnings
 def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     out = single_out(out)
     a = as_distributed(a, out)
@@ -180,8 +189,17 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     ddof = _ddof(ddof, correction)
     if a.ndim == 0:
         kw = {"mean": mean_} if given(mean_) else {}
-        return scalar_call(np.std if root else np.var, a, out, axis=axis, dtype=dtype,
-                           ddof=ddof, keepdims=keepdims, where=where, **kw)  # fmt: skip
+        return scalar_call(
+            np.std if root else np.var,
+            a,
+            out,
+            axis=axis,
+            dtype=dtype,
+            ddof=ddof,
+            keepdims=keepdims,
+            where=where,
+            **kw,
+        )
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
     backend = a.backend
@@ -199,8 +217,9 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     if given(mean_):
         means = _aligned(mean_, a)
     else:
-        divided = {r: np.true_divide(s, counts[r], out=s, casting="unsafe")
-                   for r, s in sums.items()}  # fmt: skip
+        divided = {
+            r: np.true_divide(s, counts[r], out=s, casting="unsafe") for r, s in sums.items()
+        }
         means = _mean_blocks(a, lay, kdist, divided)
     squares = {r: _squares(np.subtract(b, means[r])) for r, b in a._locals.items()}
     dist, ret, _ = _sums(a, axes, keepdims, dtype, squares, wb, None)
@@ -213,8 +232,18 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
 
 
 @implements(np.var)
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        mean=_NoValue, correction=_NoValue):  # fmt: skip
+def var(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=_NoValue,
+    correction=_NoValue,
+) -> DistributedArray:
     """Variance, as `numpy.var`: the mean first, then the mean of ``abs(x - mean)**2``.
 
     Examples
@@ -231,8 +260,18 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 
 @implements(np.std)
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        mean=_NoValue, correction=_NoValue):  # fmt: skip
+def std(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=_NoValue,
+    correction=_NoValue,
+) -> DistributedArray:
     """Standard deviation, as `numpy.std` (the square root of `var`).
 
     Examples
@@ -257,7 +296,16 @@ def _valid(masks: Blocks, wb: Blocks | None) -> Blocks:
 
 
 @implements(np.nanmean)
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoValue):
+@spmd_warnings
+def nanmean(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    keepdims=_NoValue,
+    *,
+    where=_NoValue,
+) -> DistributedArray:
     """Mean ignoring NaNs, as `numpy.nanmean` (warns on slices with no numbers).
 
     Examples
@@ -274,8 +322,9 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoV
     _inexact_check(dtype, out)
     keepdims = flag(keepdims)
     if a.ndim == 0:
-        return scalar_call(np.nanmean, a, out, axis=axis, dtype=dtype, keepdims=keepdims,
-                           where=where)  # fmt: skip
+        return scalar_call(
+            np.nanmean, a, out, axis=axis, dtype=dtype, keepdims=keepdims, where=where
+        )
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
     dist, tot, cnt = _sums(a, axes, keepdims, dtype, arr._locals, wb, _valid(masks, wb))
@@ -286,6 +335,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoV
     return store(new(dist, avg, a.backend), out, "unsafe")
 
 
+@spmd_warnings
 def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     out = single_out(out)
     a = as_distributed(a, out)
@@ -297,8 +347,17 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
     keepdims = flag(keepdims)
     if a.ndim == 0:
         kw = {"mean": mean_} if given(mean_) else {}
-        return scalar_call(np.nanstd if root else np.nanvar, a, out, axis=axis, dtype=dtype,
-                           ddof=ddof, keepdims=keepdims, where=where, **kw)  # fmt: skip
+        return scalar_call(
+            np.nanstd if root else np.nanvar,
+            a,
+            out,
+            axis=axis,
+            dtype=dtype,
+            ddof=ddof,
+            keepdims=keepdims,
+            where=where,
+            **kw,
+        )
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
     backend = a.backend
@@ -308,8 +367,9 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
         avg = _aligned(mean_, a)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
-            divided = {r: np.true_divide(t, cnt[r], out=t, casting="unsafe")
-                       for r, t in tot.items()}  # fmt: skip
+            divided = {
+                r: np.true_divide(t, cnt[r], out=t, casting="unsafe") for r, t in tot.items()
+            }
         avg = _mean_blocks(a, lay, kdist, divided)
     squares = {}
     for r, x in arr._locals.items():
@@ -338,8 +398,18 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
 
 
 @implements(np.nanvar)
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *, where=_NoValue,
-           mean=_NoValue, correction=_NoValue):  # fmt: skip
+def nanvar(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=_NoValue,
+    *,
+    where=_NoValue,
+    mean=_NoValue,
+    correction=_NoValue,
+) -> DistributedArray:
     """Variance ignoring NaNs, as `numpy.nanvar`.
 
     Examples
@@ -352,8 +422,18 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *, whe
 
 
 @implements(np.nanstd)
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *, where=_NoValue,
-           mean=_NoValue, correction=_NoValue):  # fmt: skip
+def nanstd(
+    a: DistributedArray,
+    axis: Axis = None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=_NoValue,
+    *,
+    where=_NoValue,
+    mean=_NoValue,
+    correction=_NoValue,
+) -> DistributedArray:
     """Standard deviation ignoring NaNs, as `numpy.nanstd`.
 
     Examples
@@ -390,15 +470,19 @@ def _weights(w, a: DistributedArray, axis) -> Blocks:
             nd = w.ndim
             w = redistribute(w, ["b"] + ["n"] * (nd - 1), [w.backend.nranks] + [1] * (nd - 1))
         maps = iter([w.distribution.maps[i] for i in perm])
-        dist = Distribution([next(maps) if k in axes else BlockMap(1, nprocs=1)
-                             for k in range(a.ndim)])  # fmt: skip
+        dist = Distribution(
+            [next(maps) if k in axes else BlockMap(1, nprocs=1) for k in range(a.ndim)]
+        )
         local = {r: b.transpose(perm).reshape(dist.local_shape(r)) for r, b in w._locals.items()}
         blocks = align(new(dist, local, a.backend), a.distribution)
     return {r: np.broadcast_to(blocks[r], b.shape) for r, b in a._locals.items()}
 
 
 @implements(np.average)
-def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
+@spmd_warnings
+def average(
+    a: DistributedArray, axis: Axis = None, weights=None, returned=False, *, keepdims=_NoValue
+) -> DistributedArray:
     """Weighted average, as `numpy.average`; `weights` may be distributed or NumPy.
 
     Examples
@@ -449,14 +533,16 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
 def _local_statistic(func, block, axes, keepdims, dtype, kw):
     """`func` over `axes` of one block; an empty result is made, not computed (NumPy's
     multi-axis reshape fails on blocks with an empty kept dimension)."""
-    shape = (*(np.shape(kw["q"]) if "q" in kw else ()),
-             *(1 if k in axes else n for k, n in enumerate(block.shape)
-               if keepdims or k not in axes))  # fmt: skip
+    shape = (
+        *(np.shape(kw["q"]) if "q" in kw else ()),
+        *(1 if k in axes else n for k, n in enumerate(block.shape) if keepdims or k not in axes),
+    )
     if 0 in shape:
         return np.empty(shape, dtype)
     return np.asarray(func(block, axis=axes, keepdims=keepdims, **kw), dtype)
 
 
+@spmd_warnings
 def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=None):
     out = single_out(out)
     a = as_distributed(a, out)
@@ -487,6 +573,8 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
             raise ValueError("Weights must be non-negative.")
     qmaps = [BlockMap(n, nprocs=1) for n in np.shape(q)] if q is not None else []
     lay = layout(a.distribution, axes, backend)
+    if lay.count == 0:  # empty slices: NumPy's verdict (an error, or warnings), on every rank
+        func(np.zeros(0, a.dtype), **kw)
     results = {}
     if not lay.dist_axes:
         for r, b in a._locals.items():
@@ -509,13 +597,17 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
 
 
 @implements(np.median)
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def median(
+    a: DistributedArray, axis: Axis = None, out=None, overwrite_input=False, keepdims=False
+) -> DistributedArray:
     """Median, as `numpy.median`, exact.
 
     The reduced axes are moved so that each rank holds whole 1-D slices
     along them; with every axis reduced, rank 0 holds the array.
 
     # Note: `overwrite_input` is accepted and ignored (the input is never changed).
+    # Over several axes of an array with an empty kept dimension the result is
+    # empty, where NumPy's own reshape fails with ValueError.
 
     Examples
     --------
@@ -528,7 +620,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 @implements(np.nanmedian)
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
+def nanmedian(
+    a: DistributedArray, axis: Axis = None, out=None, overwrite_input=False, keepdims=_NoValue
+) -> DistributedArray:
     """Median ignoring NaNs, as `numpy.nanmedian`.
 
     # Note: `overwrite_input` is accepted and ignored.
@@ -546,8 +640,17 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
 
 
 @implements(np.quantile)
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None):  # fmt: skip
+def quantile(
+    a: DistributedArray,
+    q,
+    axis: Axis = None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+) -> DistributedArray:
     """Quantiles, as `numpy.quantile`, exact (every method; weights with ``inverted_cdf``).
 
     # Note: `overwrite_input` is accepted and ignored.
@@ -563,8 +666,17 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 
 
 @implements(np.nanquantile)
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=_NoValue, *, weights=None):  # fmt: skip
+def nanquantile(
+    a: DistributedArray,
+    q,
+    axis: Axis = None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=_NoValue,
+    *,
+    weights=None,
+) -> DistributedArray:
     """Quantiles ignoring NaNs, as `numpy.nanquantile`.
 
     # Note: `overwrite_input` is accepted and ignored.
@@ -583,8 +695,17 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 @implements(np.percentile)
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None):  # fmt: skip
+def percentile(
+    a: DistributedArray,
+    q,
+    axis: Axis = None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+) -> DistributedArray:
     """Percentiles, as `numpy.percentile`, exact.
 
     # Note: `overwrite_input` is accepted and ignored.
@@ -599,8 +720,17 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 @implements(np.nanpercentile)
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=_NoValue, *, weights=None):  # fmt: skip
+def nanpercentile(
+    a: DistributedArray,
+    q,
+    axis: Axis = None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=_NoValue,
+    *,
+    weights=None,
+) -> DistributedArray:
     """Percentiles ignoring NaNs, as `numpy.nanpercentile`.
 
     # Note: `overwrite_input` is accepted and ignored.
