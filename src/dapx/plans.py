@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .distribution import Distribution
-from .maps import Map
+from .maps import Map, UnstructuredMap
 
 __all__ = ["DimSelection", "ExchangePlan", "exchange_plan", "simplify_index"]
 
@@ -72,6 +72,37 @@ class DimSelection(NamedTuple):
     count: int
 
 
+def _held(m: Map, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Global indices grid coordinate `c` of `m` must receive, and their local positions.
+
+    Owned indices, except that every copy of a shared unstructured index is
+    filled too; padding is left to halo updates.
+    """
+    if isinstance(m, UnstructuredMap) and not m.one_to_one:
+        held = m.global_indices(c)
+        return held, np.arange(held.size, dtype=np.intp)
+    owned = m.owned_indices(c)
+    return owned, (m.owner(owned)[1] if owned.size else owned)
+
+
+def _holders(m: Map, g: np.ndarray):
+    """Every (coordinate, local index) of `m` holding each of `g`, and which `g` it is."""
+    if not (isinstance(m, UnstructuredMap) and not m.one_to_one):
+        coords, local = m.owner(g)
+        return coords, local, np.arange(g.size, dtype=np.intp)
+    held = [m.global_indices(c) for c in range(m.nprocs)]
+    all_g = np.concatenate(held)
+    all_c = np.repeat(np.arange(m.nprocs, dtype=np.intp), [h.size for h in held])
+    all_l = np.concatenate([np.arange(h.size, dtype=np.intp) for h in held])
+    order = np.argsort(all_g, kind="stable")
+    lo = np.searchsorted(all_g[order], g, side="left")
+    hi = np.searchsorted(all_g[order], g, side="right")
+    which = np.repeat(np.arange(g.size, dtype=np.intp), hi - lo)
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(hi - lo)[:-1])), hi - lo)
+    picks = order[starts + np.arange(which.size, dtype=np.intp)]
+    return all_c[picks], all_l[picks], which
+
+
 def _dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
     """What grid coordinate `a` of `src` sends to each coordinate of `dst`."""
     owned = src.owned_indices(a)
@@ -80,27 +111,24 @@ def _dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
     _, src_local = src.owner(owned)
     if src.size == 1 and dst.size != 1:  # broadcast: everyone receives index 0
         one = DimSelection(simplify_index(src_local), slice(0, 1), 1)
-        return {b: one for b in range(dst.nprocs) if dst.num_owned(b)}
-    coords, dst_local = dst.owner(owned)
+        return {b: one for b in range(dst.nprocs) if _held(dst, b)[0].size}
+    coords, dst_local, which = _holders(dst, owned)
     out = {}
-    for b, pos in _groups(coords, owned).items():
+    for b, pos in _groups(coords, owned[which]).items():
         out[b] = DimSelection(
-            simplify_index(src_local[pos]), simplify_index(dst_local[pos]), int(pos.size)
+            simplify_index(src_local[which[pos]]), simplify_index(dst_local[pos]), int(pos.size)
         )
     return out
 
 
 def _dim_recvs(src: Map, dst: Map, b: int) -> dict[int, DimSelection]:
     """What grid coordinate `b` of `dst` receives from each coordinate of `src`."""
-    if src.size == 1 and dst.size != 1:
-        if dst.num_owned(b) == 0:
-            return {}
-        a, src_local = src.owner(np.zeros(1, np.intp))
-        return {int(a[0]): DimSelection(simplify_index(src_local), slice(0, 1), 1)}
-    wanted = dst.owned_indices(b)
+    wanted, dst_local = _held(dst, b)
     if wanted.size == 0:
         return {}
-    _, dst_local = dst.owner(wanted)
+    if src.size == 1 and dst.size != 1:
+        a, src_local = src.owner(np.zeros(1, np.intp))
+        return {int(a[0]): DimSelection(simplify_index(src_local), slice(0, 1), 1)}
     coords, src_local = src.owner(wanted)
     out = {}
     for a, pos in _groups(coords, wanted).items():
