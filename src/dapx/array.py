@@ -412,6 +412,16 @@ class DistributedArray(NDArrayOperatorsMixin):
         return html_repr(self)
 
     # -- internal constructors --------------------------------------------------------------------
+    @classmethod
+    def _wrap(cls, dist: Distribution, locals_: dict, backend: Backend) -> DistributedArray:
+        """Internal constructor without checks, for results built from checked operands."""
+        self = object.__new__(cls)
+        self._dist = dist
+        self._backend = backend
+        self._locals = locals_
+        self._dtype = next(iter(locals_.values())).dtype
+        return self
+
     def _new(self, dist: Distribution, locals_: Mapping[int, np.ndarray], dtype=None):
         return DistributedArray(dist, locals_, self._backend, dtype)
 

@@ -54,7 +54,7 @@ class Distribution:
     (2, (1, 4))
     """
 
-    __slots__ = ("_grid", "_maps")
+    __slots__ = ("_grid", "_maps", "_shape")
 
     def __init__(self, maps: Sequence[Map], grid: ProcessGrid | Sequence[int] | None = None):
         maps = tuple(maps)
@@ -70,6 +70,7 @@ class Distribution:
             raise DAPError(f"grid {grid.shape} does not match the maps' proc_grid_sizes {sizes}")
         object.__setattr__(self, "_maps", maps)
         object.__setattr__(self, "_grid", grid)
+        object.__setattr__(self, "_shape", tuple(m.size for m in maps))
 
     def __setattr__(self, name, value):
         raise AttributeError("Distribution is immutable")
@@ -232,7 +233,7 @@ class Distribution:
 
     @property
     def global_shape(self) -> tuple[int, ...]:
-        return tuple(m.size for m in self._maps)
+        return self._shape
 
     shape = global_shape
 

@@ -17,10 +17,44 @@ from .maps import BlockMap
 __all__ = ["apply_ufunc", "broadcast_distribution", "local_operands", "result_layout"]
 
 
-def _distributed(x) -> bool:
-    from .array import DistributedArray
+_ARRAY_TYPE: type | None = None
 
-    return isinstance(x, DistributedArray)
+
+def _distributed(x) -> bool:
+    global _ARRAY_TYPE
+    if _ARRAY_TYPE is None:  # imported late: array.py imports this module's callers
+        from .array import DistributedArray
+
+        _ARRAY_TYPE = DistributedArray
+    return isinstance(x, _ARRAY_TYPE)
+
+
+_PY_SCALARS = (int, float, complex, bool)
+
+
+def _same_layout_fast_path(ufunc, inputs, kwargs):
+    """``ufunc(*inputs)`` when every operand is a Python scalar or shares one layout.
+
+    The common case (``a + 1``, ``a * b`` on one distribution) needs no
+    alignment and no layout resolution; skipping them keeps per-call
+    overhead low on small arrays.
+    """
+    lead = None
+    for x in inputs:
+        if type(x) is _ARRAY_TYPE:
+            if lead is None:
+                lead = x
+            elif x._dist is not lead._dist or x._backend is not lead._backend:
+                return None
+        elif type(x) not in _PY_SCALARS:
+            return None
+    if lead is None or not lead.ndim or ufunc.nout != 1:
+        return None
+    results = {}
+    for r in lead._backend.local_ranks:
+        results[r] = ufunc(*[x._locals[r] if type(x) is _ARRAY_TYPE else x for x in inputs],
+                           **kwargs)  # fmt: skip
+    return _ARRAY_TYPE._wrap(lead._dist, results, lead._backend)
 
 
 def broadcast_distribution(dist: Distribution, shape: tuple[int, ...]) -> Distribution:
@@ -123,6 +157,10 @@ def _normalize_out(out):
 
 
 def _call(ufunc, inputs, kwargs):
+    if "out" not in kwargs and "where" not in kwargs and _ARRAY_TYPE is not None:
+        fast = _same_layout_fast_path(ufunc, inputs, kwargs)
+        if fast is not None:
+            return fast
     out = _normalize_out(kwargs.pop("out", None))
     where = kwargs.pop("where", True)
     inputs = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in inputs]

@@ -9,6 +9,7 @@ exception simply propagates.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 
 from .errors import RankError
@@ -41,6 +42,9 @@ def _describe(name, args) -> tuple:
     return (name, tuple((a.shape, a.dtype.str) for a in args if isinstance(a, DistributedArray)))
 
 
+_DEBUG = os.environ.get("DAPX_DEBUG", "") not in ("", "0")
+
+
 def collective(func: Callable) -> Callable:
     """Run `func` so that a failure on one rank reaches every rank."""
 
@@ -49,21 +53,24 @@ def collective(func: Callable) -> Callable:
         global _depth
         if _depth:
             return func(*args, **kwargs)
-        backend = _backend_of(args, kwargs)
-        previous = backend.set_operation(_describe(func.__qualname__, args))
+        # The backend is looked up only when it is needed (a failure, or the
+        # debug checks), so that the guard costs next to nothing per call.
+        backend = _backend_of(args, kwargs) if _DEBUG else None
+        previous = backend.set_operation(_describe(func.__qualname__, args)) if _DEBUG else None
         _depth += 1
         try:
             return func(*args, **kwargs)
         except RankError:
             raise
         except Exception as exc:
-            outcome = backend.recover(exc)
+            outcome = (backend or _backend_of(args, kwargs)).recover(exc)
             if outcome is exc:
                 raise
             raise outcome from exc
         finally:
             _depth -= 1
-            backend.set_operation(previous)
+            if _DEBUG:
+                backend.set_operation(previous)
 
     return wrapper
 
