@@ -126,3 +126,16 @@ def test_manipulation(backend):
     np.testing.assert_array_equal(np.roll(a, 2, axis=0).gather(), np.roll(x, 2, axis=0))
     np.testing.assert_array_equal(np.diff(a, axis=0).gather(), np.diff(x, axis=0))
     np.testing.assert_array_equal(np.concatenate([a, a], axis=1).gather(), np.hstack([x, x]))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_alltoallv_ring(backend, sparse):
+    n, me = backend.nranks, backend.comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    counts = np.zeros(n, np.intp)
+    counts[right] += 3
+    buffer = np.full(3, me, dtype=np.int64) * 10 + np.arange(3)
+    recvcounts = np.zeros(n, np.intp)
+    recvcounts[left] += 3
+    got = backend.alltoallv({me: (buffer, counts)}, {me: recvcounts}, sparse=sparse)
+    np.testing.assert_array_equal(got[me][left], left * 10 + np.arange(3))

@@ -54,6 +54,7 @@ class Backend(ABC):
         self,
         sends: Mapping[int, tuple[np.ndarray, np.ndarray]],
         recvcounts: Mapping[int, np.ndarray],
+        sparse: bool = False,
     ) -> dict[int, dict[int, np.ndarray]]:
         """Exchange index-addressed pieces between all ranks.
 
@@ -62,7 +63,10 @@ class Backend(ABC):
         ``counts[dst]`` the length of each. ``recvcounts[dst][src]`` is what
         each local rank expects from each source (plans know it, so no
         sizes are exchanged). Returns ``result[dst][src]``, 1-D views, for
-        every source with a non-zero count.
+        every source with a non-zero count. ``sparse=True`` says that each
+        rank talks to few others (a halo exchange): multi-process backends
+        then send point to point instead of a collective; every rank must
+        pass the same value.
         """
 
     @abstractmethod

@@ -28,6 +28,18 @@ from .base import Backend
 __all__ = ["MPIBackend", "mpi"]
 
 _ERROR_TAG = 7301
+_NEIGHBOUR_TAG = 7302
+
+
+class _AllOf:
+    """A set of requests that `MPIBackend._wait` can poll as one."""
+
+    def __init__(self, MPI, requests):
+        self._MPI = MPI
+        self._requests = requests
+
+    def Test(self) -> bool:
+        return self._MPI.Request.Testall(self._requests)
 
 
 class MPIBackend(Backend):
@@ -74,17 +86,19 @@ class MPIBackend(Backend):
         self._enter("allgather")
         return self._allgather_objects(values[self._rank])
 
-    def alltoallv(self, sends, recvcounts):
+    def alltoallv(self, sends, recvcounts, sparse=False):
         self._enter("alltoallv")
         buffer, counts = sends[self._rank]
         rcounts = np.asarray(recvcounts[self._rank], dtype=np.intp)
         recv = np.empty(int(rcounts.sum()), buffer.dtype)
+        sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rdispl = np.concatenate(([0], np.cumsum(rcounts)[:-1]))
         if self._size == 1:
             recv[...] = buffer
+        elif sparse:
+            self._exchange_with_neighbours(buffer, counts, sdispl, recv, rcounts, rdispl)
         else:
             elem = _element_type(self._MPI, buffer.dtype.itemsize)
-            sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            rdispl = np.concatenate(([0], np.cumsum(rcounts)[:-1]))
             req = self._comm.Ialltoallv(
                 [buffer, (counts.astype(np.int64), sdispl.astype(np.int64)), elem],
                 [recv, (rcounts.astype(np.int64), rdispl.astype(np.int64)), elem],
@@ -96,6 +110,23 @@ class MPIBackend(Backend):
                 s: recv[offsets[s] : offsets[s + 1]] for s in np.flatnonzero(rcounts).tolist()
             }
         }
+
+    def _exchange_with_neighbours(self, buffer, counts, sdispl, recv, rcounts, rdispl):
+        """Point-to-point messages to and from the ranks with non-zero counts only."""
+        me = self._rank
+        requests = []
+        for src in np.flatnonzero(rcounts).tolist():
+            piece = recv[rdispl[src] : rdispl[src] + rcounts[src]]
+            if src == me:
+                piece[...] = buffer[sdispl[me] : sdispl[me] + counts[me]]
+            else:
+                requests.append(self._comm.Irecv(piece, source=src, tag=_NEIGHBOUR_TAG))
+        for dst in np.flatnonzero(counts).tolist():
+            if dst != me:
+                piece = buffer[sdispl[dst] : sdispl[dst] + counts[dst]]
+                requests.append(self._comm.Isend(piece, dest=dst, tag=_NEIGHBOUR_TAG))
+        if requests:
+            self._wait(_AllOf(self._MPI, requests))
 
     def bcast(self, value, root):
         self._enter("bcast")

@@ -55,7 +55,7 @@ class SimulatedBackend(Backend):
         self._check_all(values, "allgather")
         return [values[r] for r in self._ranks]
 
-    def alltoallv(self, sends, recvcounts):
+    def alltoallv(self, sends, recvcounts, sparse=False):
         self._check_all(sends, "alltoallv")
         received: dict[int, dict[int, np.ndarray]] = {r: {} for r in self._ranks}
         for src in self._ranks:
