@@ -24,11 +24,6 @@ SETTINGS = settings(
 DTYPES = [np.float64, np.float32, np.int64, np.bool_, np.complex128]
 
 
-@pytest.fixture(params=[1, 2, 3, 4, 6])
-def backend(request):
-    return dapx.simulated(request.param)
-
-
 # -- strategies ---------------------------------------------------------------------------------
 
 

@@ -17,11 +17,6 @@ LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 DTYPES = (np.float64, np.int64, np.bool_, np.complex128)
 
 
-@pytest.fixture(params=[1, 2, 3, 4, 6])
-def backend(request):
-    return dapx.simulated(request.param)
-
-
 @pytest.fixture(params=LAYOUTS)
 def kind(request):
     return request.param
@@ -79,7 +74,8 @@ def test_transpose_is_a_view_when_no_block_moves(backend):
     a = dapx.asarray(x, dist=("b", "n"), backend=backend)
     t = a.T
     assert all(np.shares_memory(t.local(r), a.local(r)) for r in backend.local_ranks)
-    a.local(0)[0, 0] = 42.0
+    if 0 in backend.local_ranks:  # rank 0 holds element (0, 0)
+        a.local(0)[0, 0] = 42.0
     assert t.gather()[0, 0] == 42.0
 
 
@@ -135,7 +131,7 @@ def test_reshape_local_cases_share_memory(backend):
         v = a.reshape(new, copy=False)
         assert all(np.shares_memory(v.local(r), a.local(r)) for r in backend.local_ranks)
     c = a.reshape((2 * P, 12), copy=True)
-    assert not np.shares_memory(c.local(0), a.local(0))
+    assert not any(np.shares_memory(c.local(r), a.local(r)) for r in backend.local_ranks)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -675,8 +671,10 @@ def test_einsum_errors(backend):
         np.einsum("ii->i", a)
     with pytest.raises(NotImplementedError, match="no distributed operand"):
         np.einsum("ij,jk->ik", a, b)
-    with pytest.raises(NotImplementedError, match="ellipsis"):
+    with pytest.raises(ValueError, match="ellipsis"):  # as NumPy: "...i->i" drops a dimension
         np.einsum("...i->i", a)
+    with pytest.raises(ValueError, match="ellipsis"):
+        np.einsum("...i->i", np.zeros((3, 3)))
     with pytest.raises(ValueError):
         np.einsum("ij,ij->", a, b)
     with pytest.raises(ValueError):

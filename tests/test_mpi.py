@@ -29,14 +29,14 @@ def _env(**extra):
     return env
 
 
-def _mpiexec(n, args, timeout, **env):
+def _mpiexec(n, args, timeout, cwd=HERE.parent, **env):
     return subprocess.run(
         [MPIEXEC, "-n", str(n), sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env=_env(**env),
-        cwd=HERE.parent,
+        cwd=cwd,
     )
 
 
@@ -48,6 +48,129 @@ def test_spmd_suite_under_mpiexec(n):
     result = _mpiexec(n, args, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "passed" in result.stdout
+
+
+ARRAY_TESTS = [
+    f"tests/test_{name}.py"
+    for name in ("array", "creation", "reductions", "indexing", "manipulation", "random")
+]
+
+#: What ``-n 4`` (oversubscribed on two cores) runs of ARRAY_TESTS: a few tests
+#: of each file, some for one layout only, that together reach every kind of
+#: operation: redistribution, elementwise and alignment, creation and the DAP,
+#: reductions, statistics, NaN functions, scans, ufunc methods, basic and
+#: fancy indexing and assignment, the manipulation functions, sorting, einsum
+#: and random numbers.
+ARRAY_SUBSET = [
+    "test_local_is_the_block_itself",
+    "test_redistribute_between_every_pair_of_layouts",
+    "test_operators_and_ufuncs_match_numpy[mpi-b-irregular]",
+    "test_mixed_layouts_align_to_the_first_distributed_operand",
+    "test_ufunc_keywords",
+    "test_asarray[mpi-u]",
+    "test_from_distarray_round_trip_without_copies",
+    "test_fromfunction_calls_each_rank_with_its_own_indices",
+    "test_reductions_match_numpy[mpi-mixed",
+    "test_statistics_match_numpy[mpi-ib",
+    "test_nan_functions_match_numpy[mpi-us",
+    "test_scans_match_numpy[mpi-c-",
+    "test_ufunc_reduce_match_numpy[mpi-bc]",
+    "test_ufunc_outer",
+    "test_where_and_initial[mpi-u",
+    "test_reduce_scatter_moves_only_partials",
+    "test_arg_ties_and_nans_pick_the_first_global_index",
+    "test_basic_getitem_matches_numpy",
+    "test_basic_setitem_matches_numpy",
+    "test_fancy_getitem_matches_numpy",
+    "test_fancy_setitem_matches_numpy",
+    "test_distributed_index_arrays",
+    "test_distributed_masks",
+    "test_integer_index_merges_grid_axes",
+    "test_transpose_family[u-",
+    "test_reshape[b-irregular-",
+    "test_concatenate[c2-",
+    "test_pad_2d[u-",
+    "test_roll[b-irregular-",
+    "test_diff[c-",
+    "test_where_clip_round[b-irregular-",
+    "test_nonzero_family[c2-",
+    "test_isclose_allclose_array_equal[u-",
+    "test_sort_1d[u-",
+    "test_sort_nd[b-irregular-",
+    "test_searchsorted[c2-",
+    "test_einsum[b-irregular-",
+    "test_random_matches_the_stream_on_every_layout",
+    "test_every_method_is_layout_independent",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1000)
+@pytest.mark.parametrize(
+    ("n", "select", "timeout"),
+    # Note: the whole array files take too long under mpiexec on two cores for CI;
+    # every run takes the representative subset (every operation kind, every layout).
+    [(n, ["-k", " or ".join(ARRAY_SUBSET)], 300) for n in (2, 3, 4)],
+    ids=["2-subset", "3-subset", "4-subset"],
+)
+def test_array_suite_under_mpiexec(n, select, timeout):
+    """The array tests with ``dapx_backend`` = ``dapx.mpi()``, one rank per process.
+
+    Odd counts find uneven-split bugs; ``-x`` and the timeout end a run whose
+    ranks fell out of step (the plugin fails a test on every rank when it
+    fails on one, so they stay in step otherwise).
+    """
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-o", "timeout=120"]
+    try:
+        result = _mpiexec(n, [*args, *ARRAY_TESTS, *select], timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = _text(e.output) + _text(e.stderr)
+        pytest.fail(f"mpiexec -n {n} timed out after {timeout} s (a hang?):\n{out[-6000:]}")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
+    passed = re.findall(r"(\d+) passed", result.stdout)  # one summary per rank, all alike
+    assert len(passed) == n and len(set(passed)) == 1, result.stdout[-6000:]
+    assert int(passed[0]) >= 100, passed
+
+
+PLUGIN_USER_TESTS = """
+import numpy as np
+import dapx
+
+def test_fails_on_rank_1(dapx_backend):
+    assert dapx_backend.local_ranks == (0,)
+
+def test_fails_on_rank_0_outside_any_collective(dapx_backend):
+    x = np.ones(8)
+    x[0] = 0.0  # only rank 0 holds it
+    a = dapx.asarray(x)
+    with np.errstate(divide="raise"):
+        1.0 / a  # purely local: rank 1 finishes the test before it hears
+
+def test_runs_in_step(dapx_backend):
+    assert np.array_equal(dapx.arange(10.0, dist="c").gather(), np.arange(10.0))
+
+def test_out_of_step(dapx_backend):
+    assert dapx_backend.local_ranks == (0,)  # rank 1 leaves for the outcome exchange ...
+    dapx_backend.allgather({0: "elsewhere"})  # ... rank 0 makes another collective call
+"""
+
+
+def test_plugin_fails_a_test_on_every_rank_when_it_fails_on_one(tmp_path):
+    (tmp_path / "test_user.py").write_text(PLUGIN_USER_TESTS)
+    args = ["-m", "pytest", "-p", "no:cacheprovider", "-o", "timeout=60", "test_user.py"]
+    result = _mpiexec(2, [*args, "-k", "not out_of_step"], timeout=90, cwd=tmp_path)
+    out = result.stdout
+    assert out.count("2 failed, 1 passed") == 2, out + result.stderr
+    assert "call failed on rank 1 (passed on rank 0)" in out
+    assert "rank 0 failed: FloatingPointError: divide by zero" in out
+    # Ranks that made different collective calls cannot go on: the job ends.
+    aborted = _mpiexec(2, [*args, "-k", "out_of_step"], timeout=90, cwd=tmp_path)
+    assert aborted.returncode != 0
+    assert "ranks out of step after test_user.py::test_out_of_step[mpi]" in aborted.stderr
+
+
+def _text(output) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def _results(stdout):

@@ -16,11 +16,6 @@ from dapx.testing import LAYOUTS, assert_eq, layout
 SHAPES = [(0,), (1,), (17,), (5, 7), (0, 3), (3, 4, 5), (2, 0, 3)]
 
 
-@pytest.fixture(params=[1, 2, 3, 4, 6])
-def backend(request):
-    return dapx.simulated(request.param)
-
-
 def oracle_raw(seed, call: int, stream: int, n: int) -> np.ndarray:
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     key = np.random.SeedSequence(

@@ -140,7 +140,11 @@ class DistributedArray(NDArrayOperatorsMixin):
         return rank
 
     def local(self, rank: int | None = None) -> np.ndarray:
-        """The local array of `rank` (default: the only local rank), shared, not copied."""
+        """The local array of `rank` (default: the only local rank), shared, not copied.
+
+        It is the DAP buffer: for an array with a halo, the padded block
+        (as `local_with_halo`); ``a.interior.local(rank)`` is the block alone.
+        """
         return self._locals[self._rank(rank)]
 
     def distarray(self, rank: int | None = None) -> dict:
@@ -220,17 +224,62 @@ class DistributedArray(NDArrayOperatorsMixin):
         return impl(*args, **kwargs)
 
     # -- indexing (implemented in indexing.py) ----------------------------------------------
+    # Arrays with a halo are indexed through their interior (the halo is not their value).
     @collective
     def __getitem__(self, key) -> DistributedArray:
         from .indexing import getitem
 
-        return getitem(self, key)
+        return getitem(self.interior if self._dist.has_halo else self, key)
 
     @collective
     def __setitem__(self, key, value) -> None:
         from .indexing import setitem
 
-        setitem(self, key, value)
+        setitem(self.interior if self._dist.has_halo else self, key, value)
+
+    # -- halos (implemented in halo.py) ---------------------------------------------------------
+    def update_halos(self, boundary=None) -> None:
+        """Fill every rank's ghost cells in place, in one exchange (collective).
+
+        Parameters
+        ----------
+        boundary : str, number, None or dict, optional
+            The condition at non-periodic domain edges, as in dask's
+            ``map_overlap``: ``"none"``/None (leave the ghost cells, the
+            default), a number (constant), ``"reflect"`` (mirror, edge
+            repeated: NumPy's ``"symmetric"``), ``"nearest"``/``"edge"``,
+            ``"periodic"``; a dict gives one per axis. Periodic dimensions
+            always wrap. Ghost cells between ranks, edges and corners
+            included, always get the neighbours' values.
+
+        Examples
+        --------
+        >>> import numpy as np, dapx
+        >>> a = dapx.asarray(np.arange(6.0), halo=1, backend=dapx.simulated(2))
+        >>> a.local(0), a.local(1)
+        (array([0., 0., 1., 2., 0.]), array([0., 3., 4., 5., 0.]))
+        >>> a.update_halos(boundary="nearest")
+        >>> a.local(0), a.local(1)
+        (array([0., 0., 1., 2., 3.]), array([2., 3., 4., 5., 5.]))
+        """
+        from .halo import update_halos
+
+        update_halos(self, boundary)
+
+    @property
+    def interior(self) -> DistributedArray:
+        """This array without its halo, sharing memory (GDP-3's ``domain_view``).
+
+        Its local blocks are views of the interiors of this array's blocks;
+        an array without a halo is its own interior. No communication.
+        """
+        from .halo import interior
+
+        return interior(self)
+
+    def local_with_halo(self, rank: int | None = None) -> np.ndarray:
+        """The padded local array of `rank`, ghost cells included (same as `local`)."""
+        return self._locals[self._rank(rank)]
 
     # -- NumPy-style methods (implemented in reductions.py and manipulation.py) -------------
     # reductions.py, scans.py, statistics.py: thin delegates with NumPy's signatures
@@ -438,6 +487,28 @@ class DistributedArray(NDArrayOperatorsMixin):
             if block.base is not None or not block.flags.writeable or sys.getrefcount(block) > 2:
                 return False
         return True
+
+    # -- interop: __partitioned__ and dask (implemented in partitioned.py) ----------------------
+    @property
+    def __partitioned__(self) -> dict:
+        """The ``__partitioned__`` dict of this block-distributed array (no communication).
+
+        See `dapx.partitioned.partitioned`.
+        """
+        from .partitioned import partitioned
+
+        return partitioned(self)
+
+    def to_dask(self):
+        """A ``dask.array`` whose chunks are the blocks (see `dapx.partitioned.to_dask`)."""
+        from .partitioned import to_dask
+
+        return to_dask(self)
+
+    # -- copy.deepcopy (xarray's DataArray.copy() deep-copies its data) -----------------------
+    def __deepcopy__(self, memo) -> DistributedArray:
+        """`numpy.copy`: the same layout and backend, each local block copied (no communication)."""
+        return np.copy(self)
 
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic)

@@ -2,8 +2,14 @@
 
 Every function takes ``backend=`` (default: the current backend) and the
 distribution arguments of `dapx.Distribution.create` (``dist``, ``grid``,
-``block_size``, ``padding``, ``periodic``), or a ready `Distribution` as
-``dist``. Each rank computes only its own elements.
+``block_size``, ``padding``, ``periodic``, ``halo``), or a ready
+`Distribution` as ``dist``. Each rank computes only its own elements.
+
+With ``halo=`` the array gets ghost cells around every rank's block
+(``a.shape`` stays the domain). Creation fills the interior; the halo is
+filled by ``a.update_halos(boundary=...)``. Until then it holds the fill
+value for `full`, `zeros`, `ones` and their ``_like`` forms, nothing in
+particular for `empty`, and zeros otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from .backends import Backend, get_backend
 from .distribution import Distribution
 from .errors import DAPError
 from .guard import collective, raise_if_any_failed
+from .maps import BlockMap
 from .plans import _as_array, simplify_index
 from .protocol import validate_distbuffer
 
@@ -89,6 +96,26 @@ def _build(dist, backend, make: Callable[[int], np.ndarray], dtype=None) -> Dist
     return DistributedArray(dist, {r: make(r) for r in backend.local_ranks}, backend, dtype)
 
 
+def _build_indexed(dist, backend, make: Callable[[tuple], np.ndarray], dtype=None):
+    """An array whose blocks are ``make(global indices of the block)``.
+
+    On a layout with a halo `make` sees the owned indices only and the result
+    is placed in a zeroed padded block (ghost cells are not part of the array).
+    """
+    if not dist.has_halo:
+        return _build(dist, backend, lambda r: make(dist.global_indices(r)), dtype)
+    from .redistribute import owned_positions
+
+    def padded(r):
+        local, _ = owned_positions(dist, r)
+        values = np.asarray(make(dist.owned_indices(r)))
+        block = np.zeros(dist.local_shape(r), values.dtype)
+        block[_pos(local)] = values
+        return block
+
+    return _build(dist, backend, padded, dtype)
+
+
 @collective
 def asarray(
     obj: Any,
@@ -125,7 +152,7 @@ def asarray(
     target = make_distribution(data.shape, dist, grid, backend, **options)
     if data.ndim == 0:
         return _build(target, backend, lambda r: data.copy())
-    if target.maps and any(getattr(m, "is_padded", False) for m in target.maps):
+    if target.ndim and target.is_padded:
         from .redistribute import owned_positions
 
         def make(r):
@@ -233,10 +260,10 @@ def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backen
     dtype = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
     backend = _backend(backend)
     target = make_distribution((n,), dist, grid, backend, **options)
-    return _build(
+    return _build_indexed(
         target,
         backend,
-        lambda r: (start + target.global_indices(r)[0] * step).astype(dtype, copy=False),
+        lambda idx: (start + idx[0] * step).astype(dtype, copy=False),
         dtype,
     )
 
@@ -258,8 +285,8 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=
     div = (num - 1) if endpoint else num
     result_dtype = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, 1.0)
 
-    def make(r):
-        idx = target.global_indices(r)[0]
+    def make(indices):
+        idx = indices[0]
         if div > 0:
             step = (stop - start) / div
             vals = idx * step + start if step != 0 else idx * ((stop - start) / div) + start
@@ -271,7 +298,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=
             vals = np.floor(vals)
         return np.asarray(vals).astype(result_dtype, copy=False)
 
-    return _build(target, backend, make, result_dtype)
+    return _build_indexed(target, backend, make, result_dtype)
 
 
 @collective
@@ -289,14 +316,15 @@ def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None
     array([[10, 11, 12]])
     """
     backend = _backend(backend)
-    options = {k: kwargs.pop(k) for k in ("block_size", "padding", "periodic") if k in kwargs}
+    options = {k: kwargs.pop(k) for k in ("block_size", "padding", "periodic", "halo")
+               if k in kwargs}  # fmt: skip
     target = make_distribution(shape, dist, grid, backend, **options)
 
-    def make(r):
-        coords = np.meshgrid(*target.global_indices(r), indexing="ij")
+    def make(indices):
+        coords = np.meshgrid(*indices, indexing="ij")
         return np.asarray(function(*(c.astype(dtype) for c in coords), **kwargs))
 
-    return _build(target, backend, make)
+    return _build_indexed(target, backend, make)
 
 
 @collective
@@ -310,6 +338,15 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
         rank order (what the simulated backend needs). Under MPI each
         process passes its own.
 
+    Notes
+    -----
+    Padded block dimensions are read as halos (`dapx.BlockMap.as_halo`):
+    DAP boundary padding at a non-periodic edge becomes ghost cells outside
+    the domain, so the array's shape is the DAP ``size`` less those widths,
+    and ``distarray()`` exports the same dictionaries back. A dimension whose
+    boundary padding cannot be read so (an edge rank that owns nothing else
+    while its neighbour pads towards it) keeps the DAP reading.
+
     Examples
     --------
     >>> import numpy as np, dapx
@@ -317,6 +354,18 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
     >>> b = dapx.from_distarray([a.distarray(0), a.distarray(1)], backend=a.backend)
     >>> np.shares_memory(a.local(1), b.local(1))
     True
+
+    The padded example of the DAP documentation (18 indices with boundary
+    padding on 2 ranks) is a domain of 16 with a halo of 1:
+
+    >>> dims = [{"dist_type": "b", "size": 18, "proc_grid_size": 2, "proc_grid_rank": r,
+    ...          "start": 8 * r, "stop": 8 * r + 10, "padding": (1, 1), "periodic": False}
+    ...         for r in range(2)]
+    >>> c = dapx.from_distarray(
+    ...     [{"__version__": "0.10.0", "buffer": np.arange(10.0) + 8 * r, "dim_data": (dims[r],)}
+    ...      for r in range(2)], backend=dapx.simulated(2))
+    >>> c.shape, c.interior.local(1), c.distarray(1)["dim_data"][0] == dims[1]
+    ((16,), array([ 9., 10., 11., 12., 13., 14., 15., 16.]), True)
     """
     backend = _backend(backend)
     items = list(x) if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) else [x]
@@ -339,10 +388,21 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
         dist = SCALAR
     else:
         dist = Distribution.from_dim_data(everything)
+        if dist.is_padded:
+            dist = Distribution([_as_halo(m) for m in dist.maps], dist.grid)
     dtypes = backend.allgather({r: n.buffer.dtype.str for r, n in normal.items()})
     if len(set(dtypes)) != 1:
         raise DAPError(f"ranks disagree on the buffer dtype: {dtypes} (in rank order)")
     return DistributedArray(dist, {r: n.buffer for r, n in normal.items()}, backend)
+
+
+def _as_halo(m):
+    if not isinstance(m, BlockMap):
+        return m
+    try:
+        return m.as_halo()
+    except DAPError:
+        return m
 
 
 @collective

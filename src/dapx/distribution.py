@@ -54,7 +54,7 @@ class Distribution:
     (2, (1, 4))
     """
 
-    __slots__ = ("_grid", "_maps", "_shape")
+    __slots__ = ("_grid", "_has_halo", "_hash", "_is_padded", "_maps", "_shape")
 
     def __init__(self, maps: Sequence[Map], grid: ProcessGrid | Sequence[int] | None = None):
         maps = tuple(maps)
@@ -71,6 +71,10 @@ class Distribution:
         object.__setattr__(self, "_maps", maps)
         object.__setattr__(self, "_grid", grid)
         object.__setattr__(self, "_shape", tuple(m.size for m in maps))
+        blocks = [m for m in maps if isinstance(m, BlockMap) and m.is_padded]
+        object.__setattr__(self, "_is_padded", bool(blocks))
+        object.__setattr__(self, "_has_halo", any(m.ghost_edges for m in blocks))
+        object.__setattr__(self, "_hash", None)  # computed on first use (plans are cached by it)
 
     def __setattr__(self, name, value):
         raise AttributeError("Distribution is immutable")
@@ -90,6 +94,7 @@ class Distribution:
         block_size: int | Sequence[int | None] | None = None,
         padding: Any = None,
         periodic: bool | Sequence[bool] | None = None,
+        halo: Any = None,
     ) -> Distribution:
         """Build a distribution from a description.
 
@@ -121,6 +126,17 @@ class Distribution:
             the others communication padding (DAP v0.10).
         periodic : bool or sequence of bool, optional
             Whether block dimensions wrap around.
+        halo : int, sequence or dict, optional
+            Ghost cells around every rank's block (dapx halo semantics,
+            ``ghost_edges`` maps): one int for every dimension, one entry per
+            dimension (an int or a ``(lo, hi)`` pair), or a dict
+            ``{axis: int or (lo, hi)}`` (for a 1-d array a pair of ints is
+            its ``(lo, hi)``). Unlike `padding`, the halo is never
+            part of the domain: ``shape`` stays the domain, and the halo at a
+            non-periodic domain edge holds boundary values. Exported to the
+            DAP as boundary padding there, communication padding elsewhere.
+            Only block (and undistributed) dimensions take a halo; the halos
+            of neighbouring ranks must match and not exceed their blocks.
 
         Notes
         -----
@@ -136,6 +152,9 @@ class Distribution:
         >>> d = Distribution.create((18,), grid=(2,), padding=1)
         >>> d.dim_data(1)[0]["start"], d.dim_data(1)[0]["stop"]
         (8, 18)
+        >>> h = Distribution.create((16,), grid=(2,), halo=1)
+        >>> h.global_shape, h.local_shape(1), h.dim_data(1) == d.dim_data(1)
+        ((16,), (10,), True)
         """
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         for n in shape:
@@ -146,8 +165,14 @@ class Distribution:
         block_sizes = _per_dim(block_size, ndim, "block_size")
         paddings = _per_dim_padding(padding, ndim)
         periodics = _per_dim(periodic, ndim, "periodic")
+        halos = _per_dim_halo(halo, ndim)
+        if halo is not None and padding is not None:
+            raise TypeError(
+                "pass either padding= (DAP semantics: edge padding is part of the domain) or "
+                "halo= (ghost cells outside the domain), not both"
+            )
         parsed = [
-            _parse_spec(s, i, block_sizes[i], paddings[i], periodics[i])
+            _parse_spec(s, i, block_sizes[i], paddings[i], periodics[i], halos[i])
             for i, s in enumerate(specs)
         ]
         grid_shape = _resolve_grid(parsed, grid, nranks, ndim)
@@ -250,6 +275,16 @@ class Distribution:
         return self._grid.nranks
 
     @property
+    def is_padded(self) -> bool:
+        """Whether any block dimension is padded (a halo or DAP padding) on some rank."""
+        return self._is_padded
+
+    @property
+    def has_halo(self) -> bool:
+        """Whether any dimension has a halo (padding with ``ghost_edges`` semantics)."""
+        return self._has_halo
+
+    @property
     def dist_types(self) -> tuple[str, ...]:
         return tuple(m.dist_type for m in self._maps)
 
@@ -314,7 +349,9 @@ class Distribution:
         return isinstance(other, Distribution) and self._maps == other._maps
 
     def __hash__(self):
-        return hash(self._maps)
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash(self._maps))
+        return self._hash
 
     def __reduce__(self):
         return Distribution, (self._maps, self._grid)
@@ -329,7 +366,7 @@ class Distribution:
 _DIST_NAMES = {"b": "b", "block": "b", "c": "c", "cyclic": "c", "u": "u",
                "unstructured": "u", "n": "n", None: "n"}  # fmt: skip
 _SPEC_KEYS = {"dist", "dist_type", "bounds", "block_size", "indices", "one_to_one",
-              "padding", "periodic"}  # fmt: skip
+              "padding", "periodic", "halo"}  # fmt: skip
 
 
 def _per_dim_spec(dist, ndim):
@@ -371,7 +408,51 @@ def _per_dim_padding(padding, ndim):
     return padding
 
 
-def _parse_spec(spec, dim, block_size, padding, periodic):
+def _per_dim_halo(halo, ndim):
+    """A halo is one int, one int or (lo, hi) per dimension, or a dict by axis."""
+    if halo is None:
+        return [None] * ndim
+    if isinstance(halo, Mapping):
+        out = [None] * ndim
+        for axis, width in halo.items():
+            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+                raise TypeError(f"halo dict keys must be axes (ints), got {axis!r}")
+            if not -ndim <= axis < ndim:
+                raise ValueError(f"halo names axis {axis}, out of range for {ndim} dimensions")
+            out[int(axis) % ndim] = width
+        return out
+    if isinstance(halo, (int, np.integer)) and not isinstance(halo, bool):
+        return [halo] * ndim
+    if not isinstance(halo, (Sequence, np.ndarray)) or isinstance(halo, str):
+        raise TypeError(
+            f"halo must be an int, one int or (lo, hi) pair per dimension, or a dict by axis, "
+            f"got {halo!r}"
+        )
+    halo = list(halo)
+    if ndim == 1 and len(halo) == 2 and all(np.ndim(h) == 0 for h in halo):
+        return [tuple(halo)]  # a 1-d array's (lo, hi)
+    if len(halo) != ndim:
+        raise ValueError(
+            f"halo needs an int or one entry per dimension ({ndim}), got {halo}; "
+            "an entry is an int or a (lo, hi) pair"
+        )
+    return halo
+
+
+def _halo_pair(width, dim) -> tuple[int, int] | None:
+    if width is None:
+        return None
+    pair = (width, width) if np.ndim(width) == 0 else tuple(np.asarray(width).tolist())
+    if len(pair) != 2 or any(
+        isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0 for w in pair
+    ):
+        raise ValueError(
+            f"dimension {dim}: a halo is an int >= 0 or a (lo, hi) pair of them, got {width!r}"
+        )
+    return int(pair[0]), int(pair[1])
+
+
+def _parse_spec(spec, dim, block_size, padding, periodic, halo=None):
     if isinstance(spec, Mapping):
         unknown = set(spec) - _SPEC_KEYS
         if unknown:
@@ -385,9 +466,13 @@ def _parse_spec(spec, dim, block_size, padding, periodic):
             f"dimension {dim}: unknown distribution {kind!r}; use 'b', 'c', 'u' or 'n'/None"
         )
     kind = _DIST_NAMES[kind]
-    for key, value in (("block_size", block_size), ("padding", padding), ("periodic", periodic)):
+    for key, value in (("block_size", block_size), ("padding", padding), ("periodic", periodic),
+                       ("halo", halo)):  # fmt: skip
         if value is not None and key not in options:
             options[key] = value
+    options["halo"] = _halo_pair(options.get("halo"), dim)
+    if options["halo"] is not None and _has_padding(options.get("padding")):
+        raise TypeError(f"dimension {dim}: pass either padding or halo, not both")
     if kind != "c" and options.get("block_size") not in (None, 1) and block_size is None:
         raise ValueError(f"dimension {dim}: block_size applies to cyclic dimensions only")
     if kind != "c":
@@ -396,6 +481,11 @@ def _parse_spec(spec, dim, block_size, padding, periodic):
         raise DAPError(
             f"dim {dim}: padding applies only to block dimensions, not dist {kind!r}; "
             "redistribute to block first"
+        )
+    if kind in ("c", "u") and options["halo"] is not None and any(options["halo"]):
+        raise DAPError(
+            f"dim {dim}: a halo {options['halo']} applies only to block dimensions, not "
+            f"dist {kind!r} (its neighbours' indices are not adjacent); use dist='b' there"
         )
     if kind in ("c", "u") and options.get("periodic"):
         raise DAPError(f"dim {dim}: periodic applies only to block dimensions, not dist {kind!r}")
@@ -449,12 +539,24 @@ def _build_map(parsed, size, nprocs, dim):
         if kind == "b":
             bounds = options.get("bounds")
             bounds = even_bounds(size, nprocs) if bounds is None else np.asarray(bounds)
+            halo = options.get("halo")
+            padding = options.get("padding") if halo is None else halo
+            if halo is not None and halo[0] != halo[1] and (
+                nprocs > 1 or options.get("periodic")
+            ):
+                raise DAPError(
+                    f"the halo {halo} is asymmetric, which the DAP allows only on an "
+                    "undistributed, non-periodic dimension (the high halo of each rank is "
+                    "the low halo of its neighbour): use a symmetric halo "
+                    f"{max(halo)} here"
+                )
             return BlockMap(
                 size,
                 bounds,
                 nprocs=nprocs,
-                padding=_padding_table(options.get("padding"), nprocs),
+                padding=_padding_table(padding, nprocs),
                 periodic=bool(options.get("periodic") or False),
+                ghost_edges=halo is not None,
             )
         if kind == "c":
             block_size = options.get("block_size")
@@ -463,7 +565,11 @@ def _build_map(parsed, size, nprocs, dim):
             raise ValueError("an unstructured dimension needs 'indices' (one array per rank)")
         return UnstructuredMap(size, options["indices"], options.get("one_to_one"))
     except DAPError as e:
-        raise DAPError(f"dim {dim}: {e}") from None
+        hint = ""
+        if options.get("halo") is not None and "wider than" in str(e):
+            hint = " (a halo may not be wider than a neighbour's block: use fewer ranks "
+            hint += "along this dimension or a narrower halo)"
+        raise DAPError(f"dim {dim}: {e}{hint}") from None
     except ValueError as e:
         raise ValueError(f"dimension {dim}: {e}") from None
 
@@ -526,7 +632,7 @@ def _describe(m: Map) -> str:
     if isinstance(m, BlockMap):
         s = "b" if m.nprocs > 1 else "n"
         if m.is_padded:
-            s += "+pad"
+            s += "+halo" if m.ghost_edges else "+pad"
         return s + ("(periodic)" if m.periodic else "")
     if isinstance(m, CyclicMap):
         return "c" if m.block_size == 1 else f"c(block_size={m.block_size})"

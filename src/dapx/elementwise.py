@@ -5,6 +5,14 @@ here. Operands are NumPy arrays, scalars and DistributedArrays; the result
 takes the layout of ``out`` when given, else of the first distributed
 operand (extended by broadcasting), and every other operand is aligned to
 it: distributed ones by one exchange, NumPy ones by slicing locally.
+
+Arrays with a halo (ghost cells, see `dapx.halo`) keep it: operands of one
+padded layout are computed whole, halos included, so the result has that
+layout and its halo holds the operation applied to the operands' halos
+(valid ghost values when theirs were, except at constant boundaries; call
+``update_halos`` before a stencil reads them). Any other operand gives the
+result's halo nothing in particular. Writing into ``out=`` with a halo
+touches its interior only, unless every operand has ``out``'s layout.
 """
 
 from __future__ import annotations
@@ -81,7 +89,12 @@ def _slice_numpy(x: np.ndarray, target: Distribution, rank: int):
     for k, idx in enumerate(target.global_indices(rank)):
         if k < extra:
             continue
-        parts.append(slice(None) if x.shape[k - extra] == 1 else simplify_index(idx))
+        n = x.shape[k - extra]
+        if n != 1 and idx.size and (idx[0] < 0 or idx[-1] >= n):
+            # Note: the edge ghost cells of a halo lie outside the domain; they take the
+            # values of the nearest edge (they are not part of the array).
+            idx = np.clip(idx, 0, n - 1)
+        parts.append(slice(None) if n == 1 else simplify_index(idx))
     if all(isinstance(p, slice) for p in parts):
         return x[tuple(parts)]
     # slice(None) marks a broadcast (length-1) axis; other slices are index ranges.
@@ -156,6 +169,20 @@ def _normalize_out(out):
     return out
 
 
+def _interiors_for_out(out, operands):
+    """`out` and `operands` as interiors when `out` has a halo the operands do not share."""
+    dist = out[0].distribution
+    if not dist.is_padded:
+        return out, operands
+    same = all(o.distribution == dist for o in out) and all(
+        x.distribution == dist for x in operands if _distributed(x) and x.ndim
+    )
+    if same:
+        return out, operands
+    return (tuple(o.interior for o in out),
+            [x.interior if _distributed(x) else x for x in operands])  # fmt: skip
+
+
 def _call(ufunc, inputs, kwargs):
     if "out" not in kwargs and "where" not in kwargs and _ARRAY_TYPE is not None:
         fast = _same_layout_fast_path(ufunc, inputs, kwargs)
@@ -168,6 +195,9 @@ def _call(ufunc, inputs, kwargs):
     if has_where and isinstance(where, (list, tuple)):
         where = np.asarray(where)
     operands = [*inputs, where] if has_where else inputs
+    given_out = out
+    if out:
+        out, operands = _interiors_for_out(out, operands)
     backend, target, _ = result_layout(operands, out)
     if out and len(out) != ufunc.nout:
         raise ValueError(f"{ufunc.__name__} has {ufunc.nout} outputs, got {len(out)} in out=")
@@ -185,7 +215,7 @@ def _call(ufunc, inputs, kwargs):
         res = ufunc(*args, **kw)
         results[r] = res if isinstance(res, tuple) else (res,)
     if out:
-        return out if len(out) > 1 else out[0]
+        return given_out if len(given_out) > 1 else given_out[0]
     from .array import DistributedArray
 
     wrapped = tuple(

@@ -1,10 +1,19 @@
-"""A pytest plugin that runs tests on several simulated rank counts.
+"""A pytest plugin that runs tests on several simulated rank counts, or under MPI.
 
 Installed with dapx (entry point ``pytest11``), it adds the option
 ``--dapx-ranks=1,2,4`` and the fixture ``dapx_backend``: a test that asks for
 it runs once per rank count (ids ``ranks=1``, ``ranks=2``, ...) with
 ``dapx.simulated(n)`` as the current backend, so creation functions called
 without ``backend=`` use it too.
+
+Under ``mpiexec -n N pytest`` with N > 1 (or with ``DAPX_BACKEND=mpi``) the
+fixture instead has the single parameter ``mpi`` and is ``dapx.mpi()``: one
+rank per process, every process running the same tests in the same order.
+There each test's outcome is shared between the processes after every phase
+(setup, call, teardown), so a test that fails on one rank fails on all of
+them, and ``-x`` stops every process at the same test instead of leaving the
+others waiting in the next test's collectives. Tests that draw random data
+must draw the same on every rank (for hypothesis: ``derandomize=True``).
 
 Examples
 --------
@@ -26,13 +35,16 @@ run with ``pytest --dapx-ranks=1,3`` gives ``test_double[ranks=1]`` and
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["dapx_backend", "parse_ranks"]
+__all__ = ["dapx_backend", "parse_ranks", "uses_mpi"]
 
 DEFAULT_RANKS = "1,2,4"
+_USES_MPI = pytest.StashKey[bool]()  # decided once per session
 
 
 def parse_ranks(text: str) -> list[int]:
@@ -58,13 +70,28 @@ def parse_ranks(text: str) -> list[int]:
     return ranks
 
 
+def uses_mpi() -> bool:
+    """Whether `dapx_backend` is the MPI backend in this process.
+
+    ``DAPX_BACKEND=mpi`` or ``simulated`` decides when set; otherwise MPI
+    when the process runs under mpiexec with more than one process and
+    mpi4py is installed (the rule of `dapx.default_backend`).
+    """
+    from .backends import _installed, _mpi_world_size
+
+    choice = os.environ.get("DAPX_BACKEND", "").strip().lower()
+    if choice:
+        return choice == "mpi"
+    return _mpi_world_size() > 1 and _installed("mpi4py")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dapx")
     group.addoption(
         "--dapx-ranks",
         default=DEFAULT_RANKS,
         help="comma-separated rank counts the dapx_backend fixture runs each test on "
-        f"(default {DEFAULT_RANKS})",
+        f"(default {DEFAULT_RANKS}); ignored under mpiexec, where it is the MPI backend",
     )
 
 
@@ -73,21 +100,75 @@ def pytest_configure(config: pytest.Config) -> None:
         parse_ranks(config.getoption("dapx_ranks"))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
+    config.stash[_USES_MPI] = uses_mpi()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "dapx_backend" in metafunc.fixturenames:
-        ranks = parse_ranks(metafunc.config.getoption("dapx_ranks"))
-        metafunc.parametrize(
-            "dapx_backend", ranks, indirect=True, ids=[f"ranks={n}" for n in ranks]
-        )
+    if "dapx_backend" not in metafunc.fixturenames:
+        return
+    if metafunc.config.stash[_USES_MPI]:
+        metafunc.parametrize("dapx_backend", ["mpi"], indirect=True, ids=["mpi"])
+        return
+    ranks = parse_ranks(metafunc.config.getoption("dapx_ranks"))
+    metafunc.parametrize("dapx_backend", ranks, indirect=True, ids=[f"ranks={n}" for n in ranks])
 
 
 @pytest.fixture
 def dapx_backend(request: pytest.FixtureRequest) -> Iterator:
-    """``dapx.simulated(n)`` for each ``--dapx-ranks`` count, current for the test."""
+    """``dapx.simulated(n)`` for each ``--dapx-ranks`` count, or ``dapx.mpi()`` under
+    mpiexec; current for the test."""
     import dapx
 
-    backend = dapx.simulated(request.param)
+    backend = dapx.mpi() if request.param == "mpi" else dapx.simulated(request.param)
     with dapx.use_backend(backend):
         yield backend
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Under MPI, a phase that failed on some rank fails on every rank.
+
+    Every process calls this for the same phases of the same tests, so the
+    exchange of outcomes is itself a well-ordered collective. A test whose
+    ranks make different collective calls leaves them out of step, and no
+    later test could pass: when the exchange notices (another rank sent
+    something else) the job is aborted with a message naming the test.
+    """
+    report = yield
+    if not item.config.stash.get(_USES_MPI, False):
+        return report
+    import dapx
+
+    backend = dapx.mpi()
+    if backend.nranks == 1:
+        return report
+    rank = backend.local_ranks[0]
+    here = (item.nodeid, report.when)
+    try:
+        outcomes = backend.allgather({rank: (*here, report.failed)})
+    except dapx.RankError as exc:
+        # A dapx operation of this phase failed on another rank after this
+        # rank had left its last collective: the report arrives here.
+        report.outcome = "failed"
+        report.longrepr = f"{report.when}: {exc}"
+        outcomes = backend.allgather({rank: (*here, True)})
+    elsewhere = [
+        (r, o) for r, o in enumerate(outcomes) if not (isinstance(o, tuple) and o[:2] == here)
+    ]
+    if elsewhere:
+        r, o = elsewhere[0]
+        sys.__stderr__.write(
+            f"dapx: ranks out of step after {item.nodeid} ({report.when}): rank {rank} "
+            f"sent its outcome, rank {r} sent {o!r:.200}; a test made different collective "
+            "calls on different ranks. Aborting the job.\n"
+        )
+        sys.__stderr__.flush()
+        backend.comm.Abort(1)
+    failed = [r for r, o in enumerate(outcomes) if o[2]]
+    if report.failed or not failed:
+        return report
+    report.outcome = "failed"
+    report.longrepr = (
+        f"{report.when} failed on rank {', '.join(map(str, failed))} (passed on rank {rank})"
+    )
+    return report

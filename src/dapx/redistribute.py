@@ -82,12 +82,47 @@ def align(x, target: Distribution) -> dict[int, np.ndarray]:
     return run_plan(plan, blocks, x.dtype, x.backend)
 
 
+def _with_halo(dist: Distribution, halo, periodic) -> Distribution:
+    """`dist`'s blocks (even blocks for other dimensions) on its grid, with a new halo."""
+    from .distribution import _halo_pair, _per_dim, _per_dim_halo
+    from .errors import DAPError
+
+    halos = _per_dim_halo(halo, dist.ndim)
+    periodics = _per_dim(periodic, dist.ndim, "periodic")
+    maps = []
+    for k, (m, h, p) in enumerate(zip(dist.maps, halos, periodics)):
+        lo, hi = _halo_pair(h, k) or (0, 0)
+        block = isinstance(m, BlockMap)
+        p = (m.periodic if block else False) if p is None else bool(p)
+        if lo != hi and (m.nprocs > 1 or p):
+            raise DAPError(
+                f"dim {k}: the halo {(lo, hi)} is asymmetric, which the DAP allows only on an "
+                f"undistributed, non-periodic dimension: use a symmetric halo {max(lo, hi)}"
+            )
+        padding = np.tile(np.array([lo, hi], np.intp), (m.nprocs, 1))
+        try:
+            maps.append(BlockMap(m.size, m.bounds if block else None, nprocs=m.nprocs,
+                                 padding=padding, periodic=p, ghost_edges=True))  # fmt: skip
+        except DAPError as e:
+            raise DAPError(f"dim {k}: {e}") from None
+    return Distribution(maps, dist.grid)
+
+
 def redistribute(x, dist=None, grid=None, **options):
-    """`x` laid out by a new distribution (see `DistributedArray.redistribute`)."""
+    """`x` laid out by a new distribution (see `DistributedArray.redistribute`).
+
+    With only ``halo=`` (and ``periodic=``), the blocks and grid of `x` are
+    kept and the halo replaced (undistributed or cyclic dimensions become
+    even blocks over the same grid ranks).
+    """
     if isinstance(dist, Distribution):
         if grid is not None or options:
             raise TypeError("pass either a Distribution or a description, not both")
         target = dist
+    elif dist is None and grid is None and "halo" in options and x.ndim and (
+        set(options) <= {"halo", "periodic"}
+    ):
+        target = _with_halo(x.distribution, options["halo"], options.get("periodic"))
     else:
         target = Distribution.create(
             x.shape, dist, grid, nranks=x.backend.nranks, **options

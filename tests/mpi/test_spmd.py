@@ -139,3 +139,27 @@ def test_alltoallv_ring(backend, sparse):
     recvcounts[left] += 3
     got = backend.alltoallv({me: (buffer, counts)}, {me: recvcounts}, sparse=sparse)
     np.testing.assert_array_equal(got[me][left], left * 10 + np.arange(3))
+
+
+@pytest.mark.parametrize("boundary", ["none", "reflect", "nearest", "periodic", 2.5], ids=str)
+def test_halos(backend, boundary):
+    from tests.test_halo import _check_update, _laplacian
+
+    for shape, h in [((13,), 2), ((9, 11), 1), ((6, 7, 8), 1)]:
+        for periodic in (False, True):
+            a = dapx.empty(shape, halo=h, periodic=periodic, backend=backend)
+            _check_update(a, _data(shape), [(h, h)] * len(shape), boundary)
+    x = _data((12, 10))
+    if boundary != "none":
+        mode = {"reflect": "symmetric", "nearest": "edge", "periodic": "wrap"}.get(boundary)
+        kw = {"mode": mode} if mode else {"mode": "constant", "constant_values": boundary}
+        r = dapx.map_overlap(_laplacian, dapx.asarray(x, backend=backend), depth=1,
+                             boundary=boundary)  # fmt: skip
+        np.testing.assert_array_equal(r.gather(), _laplacian(np.pad(x, 1, **kw))[1:-1, 1:-1])
+
+
+def test_halo_demo_equals_numpy(backend):
+    from dapx.demo import numpy_solution, solve
+
+    u, _ = solve(21, 40, backend=backend)
+    np.testing.assert_array_equal(u.interior.gather(), numpy_solution(21, 40))

@@ -29,6 +29,7 @@ __all__ = ["MPIBackend", "mpi"]
 
 _ERROR_TAG = 7301
 _NEIGHBOUR_TAG = 7302
+_SPIN_SECONDS = float(os.environ.get("DAPX_SPIN", "10"))
 
 
 class _AllOf:
@@ -242,13 +243,22 @@ class MPIBackend(Backend):
         raise self.recover(None)
 
     def _wait(self, request) -> None:
-        delay = 0.0
+        """Poll `request` and the error channel until the request completes.
+
+        MPICH advances a non-blocking collective only inside MPI calls, so
+        polls must be frequent while data moves: spin with ``sched_yield``
+        (which hands the core to another runnable rank when oversubscribed)
+        for ``DAPX_SPIN`` seconds, then fall back to short sleeps for waits
+        that are really idle.
+        """
+        spin_until = time.monotonic() + _SPIN_SECONDS
         while not request.Test():
             if self._check_errors(request):
                 return
-            if delay:
-                time.sleep(delay)
-            delay = min(max(delay * 2, 1e-6), 1e-3)
+            if time.monotonic() < spin_until:
+                os.sched_yield()
+            else:
+                time.sleep(1e-3)
 
     def _enter(self, collective: str) -> None:
         if self._debug and self._size > 1:

@@ -1,0 +1,89 @@
+"""xarray on a DistributedArray (4 simulated ranks) beside NumPy-backed and dask-backed xarray.
+
+Run with::
+
+    MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736 python benchmarks/bench_xarray.py
+
+A 4096 x 4096 float64 DataArray with dims ("x", "y"): ``da.mean("x")``,
+``da - da.mean("y")`` and ``da.rolling(x=5).mean()`` on the NumPy-backed
+DataArray, on the same DataArray distributed with ``.dap.distribute`` (the
+default 2 x 2 block grid, and 4 row blocks), and on xarray over dask.array
+with 4 chunks (computed with the threaded scheduler, as dask users run it).
+Variants are interleaved over several rounds; medians and ratios to NumPy
+are printed. Target (issue 6): dapx within 1.3x of NumPy-backed xarray.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import xarray as xr
+
+import dapx
+
+
+def _interleaved(variants: dict, rounds: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for fn in variants.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+OPERATIONS = {
+    'da.mean("x")': lambda da: da.mean("x"),
+    'da - da.mean("y")': lambda da: da - da.mean("y"),
+    "da.rolling(x=5).mean()": lambda da: da.rolling(x=5).mean(),
+}
+
+
+def main(n: int = 4096, rounds: int = 7) -> None:
+    import dask
+
+    values = np.random.default_rng(0).standard_normal((n, n))
+    da = xr.DataArray(values, dims=("x", "y"),
+                      coords={"x": np.arange(n), "y": np.linspace(0, 1, n)})  # fmt: skip
+    backend = dapx.simulated(4)
+    objects = {
+        "numpy": da,
+        "dapx 2x2": da.dap.distribute(backend=backend),
+        "dapx 4x1": da.dap.distribute(x=4, backend=backend),
+        "dask 4 chunks": da.chunk({"x": n // 4}),
+    }
+    for name, obj in objects.items():
+        if name.startswith("dapx"):  # the result is the same as NumPy's
+            for op in OPERATIONS.values():
+                xr.testing.assert_allclose(op(obj).dap.gather(), op(da))
+    variants = {}
+    for op_name, op in OPERATIONS.items():
+        for name, obj in objects.items():
+            if name.startswith("dask"):
+                variants[(op_name, name)] = lambda op=op, obj=obj: op(obj).compute()
+            else:
+                variants[(op_name, name)] = lambda op=op, obj=obj: op(obj)
+    with dask.config.set(scheduler="threads"):
+        med = _interleaved(variants, rounds)
+    names = list(objects)
+    print(f"{n} x {n} float64 DataArray, 4 simulated ranks / 4 dask chunks "
+          f"(median of {rounds}, seconds; ratio to NumPy-backed xarray)")  # fmt: skip
+    print(f"{'operation':<24}" + "".join(f"{name:>22}" for name in names))
+    for op_name in OPERATIONS:
+        base = med[(op_name, "numpy")]
+        cells = [f"{med[(op_name, name)]:>10.4f} ({med[(op_name, name)] / base:>5.2f}x)  "
+                 for name in names]  # fmt: skip
+        print(f"{op_name:<24}" + "".join(f"{c:>22}" for c in cells))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    main(args.size, args.rounds)
