@@ -26,7 +26,7 @@ from .distribution import Distribution
 from .errors import DAPError
 from .guard import collective, raise_if_any_failed
 from .maps import BlockMap
-from .plans import _as_array, simplify_index
+from .plans import outer_index, simplify_index
 from .protocol import validate_distbuffer
 
 __all__ = [
@@ -86,10 +86,7 @@ def make_distribution(shape, dist=None, grid=None, backend: Backend | None = Non
 
 
 def _local_index(dist: Distribution, rank: int):
-    idx = [simplify_index(g) for g in dist.global_indices(rank)]
-    if all(isinstance(i, slice) for i in idx):
-        return tuple(idx)
-    return np.ix_(*[_as_array(i) for i in idx])
+    return outer_index([simplify_index(g) for g in dist.global_indices(rank)])
 
 
 def _build(dist, backend, make: Callable[[int], np.ndarray], dtype=None) -> DistributedArray:
@@ -110,7 +107,7 @@ def _build_indexed(dist, backend, make: Callable[[tuple], np.ndarray], dtype=Non
         local, _ = owned_positions(dist, r)
         values = np.asarray(make(dist.owned_indices(r)))
         block = np.zeros(dist.local_shape(r), values.dtype)
-        block[_pos(local)] = values
+        block[outer_index(local)] = values
         return block
 
     return _build(dist, backend, padded, dtype)
@@ -158,17 +155,11 @@ def asarray(
         def make(r):
             block = np.zeros(target.local_shape(r), data.dtype)
             local, glob = owned_positions(target, r)
-            block[_pos(local)] = data[_pos(glob)]
+            block[outer_index(local)] = data[outer_index(glob)]
             return block
 
         return _build(target, backend, make, data.dtype)
     return _build(target, backend, lambda r: np.array(data[_local_index(target, r)]), data.dtype)
-
-
-def _pos(parts):
-    if all(isinstance(p, slice) for p in parts):
-        return tuple(parts)
-    return np.ix_(*[_as_array(p) for p in parts])
 
 
 @collective

@@ -166,12 +166,19 @@ def _as_array(idx: Index) -> np.ndarray:
     return np.arange(idx.start, stop, step, dtype=np.intp)
 
 
+def outer_index(parts: Sequence[Index]) -> tuple:
+    """The N-D index selecting the outer product of per-dimension `parts`.
+
+    Basic slices when every part is one (a view, fast), else ``np.ix_``.
+    """
+    if all(isinstance(i, slice) for i in parts):
+        return tuple(parts)
+    return np.ix_(*[_as_array(i) for i in parts])
+
+
 def _key(sels: Sequence[DimSelection], side: str) -> tuple:
-    """A NumPy index selecting the piece: basic slices when possible, else ``np.ix_``."""
-    idx = [getattr(s, side) for s in sels]
-    if all(isinstance(i, slice) for i in idx):
-        return tuple(idx)
-    return np.ix_(*[_as_array(i) for i in idx])
+    """A NumPy index selecting the piece on one side."""
+    return outer_index([getattr(s, side) for s in sels])
 
 
 def _combine(per_dim: Sequence[dict[int, DimSelection]], grid, coord_of_rank):

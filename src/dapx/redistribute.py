@@ -13,7 +13,7 @@ import numpy as np
 
 from .distribution import Distribution
 from .maps import BlockMap
-from .plans import ExchangePlan, exchange_plan, simplify_index
+from .plans import ExchangePlan, exchange_plan, outer_index, simplify_index
 
 __all__ = ["align", "expand_dims_distribution", "gather", "redistribute", "run_plan"]
 
@@ -154,14 +154,6 @@ def owned_positions(dist: Distribution, rank: int):
     return tuple(local), tuple(glob)
 
 
-def _index(parts):
-    if all(isinstance(p, slice) for p in parts):
-        return tuple(parts)
-    from .plans import _as_array
-
-    return np.ix_(*[_as_array(p) for p in parts])
-
-
 def gather(x) -> np.ndarray:
     """The whole array on every process, assembled from every rank's owned elements."""
     if x.ndim == 0:
@@ -170,10 +162,10 @@ def gather(x) -> np.ndarray:
     pieces = {}
     for r, block in x._locals.items():
         local, _ = owned_positions(dist, r)
-        pieces[r] = np.ascontiguousarray(block[_index(local)])
+        pieces[r] = np.ascontiguousarray(block[outer_index(local)])
     everything = x.backend.allgather(pieces)
     out = np.empty(x.shape, x.dtype)
     for r, piece in enumerate(everything):
         _, glob = owned_positions(dist, r)
-        out[_index(glob)] = piece
+        out[outer_index(glob)] = piece
     return out
