@@ -56,3 +56,46 @@ def test_plan_pieces_cover_each_destination_exactly_once():
         assert (hits == 1).all()
     sent = sum(int(np.prod(p.shape)) for s in plan.sends.values() for p in s.values())
     assert sent == 9 * 7
+
+
+def _selected(idx, n):
+    return np.arange(n)[idx]
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 23, 64])
+@pytest.mark.parametrize(
+    "src_spec, dst_spec, nprocs",
+    [("b", "c", 3), ("c", "b", 4), ("b", "b", 5), ("b", "c", 1), ("c", "b", 2)],
+)
+@pytest.mark.parametrize("halo", [0, 1])
+def test_arithmetic_plan_matches_the_element_by_element_plan(
+    size, src_spec, dst_spec, nprocs, halo, monkeypatch
+):
+    """Block/cyclic pairs take an O(1) path; it must select what the general path selects."""
+    from dapx import plans
+
+    def maps(spec, h):
+        if spec == "b" and h:
+            return Distribution.create(size, spec, grid=(nprocs,), halo=h).maps[0]
+        return Distribution.create(size, spec, grid=(nprocs,)).maps[0]
+
+    if halo and size < 2 * nprocs:
+        pytest.skip("a halo needs neighbours that own at least its width")
+    src, dst = maps(src_spec, halo), maps(dst_spec, 0 if src_spec == "b" else halo)
+    assert plans._fast_pairs(src, dst)
+    fast_sends = [plans._dim_sends(src, dst, a) for a in range(nprocs)]
+    fast_recvs = [plans._dim_recvs(src, dst, b) for b in range(nprocs)]
+    monkeypatch.setattr(plans, "_fast_pairs", lambda s, d: False)
+    slow_sends = [plans._dim_sends(src, dst, a) for a in range(nprocs)]
+    slow_recvs = [plans._dim_recvs(src, dst, b) for b in range(nprocs)]
+    for fast, slow in [*zip(fast_sends, slow_sends), *zip(fast_recvs, slow_recvs)]:
+        assert fast.keys() == slow.keys()
+        for k in fast:
+            n_src, n_dst = size + 2 * halo, size + 2 * halo
+            assert fast[k].count == slow[k].count
+            np.testing.assert_array_equal(
+                _selected(fast[k].src, n_src), _selected(slow[k].src, n_src)
+            )
+            np.testing.assert_array_equal(
+                _selected(fast[k].dst, n_dst), _selected(slow[k].dst, n_dst)
+            )

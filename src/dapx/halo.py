@@ -74,6 +74,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .backends.base import Cartesian
 from .distribution import Distribution
 from .errors import DAPError
 from .guard import collective
@@ -324,12 +325,15 @@ class HaloPlan:
     per-rank ``counts``; ``recvs[d]`` lists ``(src_rank, dst_key, offset,
     count, shape)`` into what `d` receives from that rank; ``fills[d]`` the
     constant regions. ``exchange`` says whether any rank receives from a
-    rank of another process, i.e. whether the all-to-all must run.
+    rank of another process, i.e. whether the all-to-all must run;
+    ``topology`` is the process grid it follows (a `Cartesian`).
     """
 
-    __slots__ = ("_buffers", "copies", "exchange", "fills", "recvcounts", "recvs", "sends")
+    __slots__ = ("_buffers", "copies", "exchange", "fills", "recvcounts", "recvs", "sends",
+                 "topology")  # fmt: skip
 
-    def __init__(self, copies, sends, recvs, recvcounts, fills, exchange):
+    def __init__(self, copies, sends, recvs, recvcounts, fills, exchange, topology):
+        self.topology = topology
         self.copies = copies
         self.sends = sends
         self.recvs = recvs
@@ -392,7 +396,9 @@ def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int
             offset += n
         sends[s] = (counts, tuple(packed))
     exchange = len(local) < nranks and any(len(o) > 1 for per in owners for o in per)
-    return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange)
+    periods = tuple(bool(getattr(m, "periodic", False)) for m in dist.maps)
+    topology = Cartesian(tuple(dist.grid.shape), periods)
+    return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange, topology)
 
 
 def _run_halo_plan(plan: HaloPlan, blocks: Mapping[int, np.ndarray], dtype, backend,
@@ -408,7 +414,7 @@ def _run_halo_plan(plan: HaloPlan, blocks: Mapping[int, np.ndarray], dtype, back
             for key, offset, n, shape in items:
                 buf[offset : offset + n].reshape(shape)[...] = block[key]
             sends[s] = (buf, counts)
-        received = backend.alltoallv(sends, plan.recvcounts, sparse=True)
+        received = backend.alltoallv(sends, plan.recvcounts, sparse=plan.topology)
         for d, items in plan.recvs.items():
             block = blocks[d]
             for s, key, offset, n, shape in items:

@@ -158,6 +158,20 @@ def test_halos(backend, boundary):
         np.testing.assert_array_equal(r.gather(), _laplacian(np.pad(x, 1, **kw))[1:-1, 1:-1])
 
 
+@pytest.mark.parametrize("periodic", [False, True])
+def test_halo_exchange_runs_on_a_cartesian_communicator(backend, periodic):
+    """The grid's Cartesian communicator numbers its ranks as the DAP grid does."""
+    a = dapx.asarray(_data((9, 11)), halo=1, periodic=periodic, backend=backend)
+    a.update_halos()
+    grid = a.distribution.grid
+    if len(grid.shape) > 1:
+        assert (tuple(grid.shape), (periodic,) * 2) in backend._carts
+    cart = backend.cart_comm(tuple(grid.shape), (periodic,) * 2)
+    assert cart.Get_rank() == backend.comm.rank
+    assert tuple(cart.Get_coords(cart.Get_rank())) == a.distribution.coords(backend.comm.rank)
+    assert tuple(cart.Get_topo()[0]) == tuple(grid.shape)
+
+
 def test_halo_demo_equals_numpy(backend):
     from dapx.demo import numpy_solution, solve
 

@@ -14,11 +14,18 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "Cartesian"]
+
+
+class Cartesian(NamedTuple):
+    """A process grid a neighbour exchange follows: its shape and which dimensions wrap."""
+
+    shape: tuple[int, ...]
+    periods: tuple[bool, ...]
 
 
 class Backend(ABC):
@@ -54,7 +61,7 @@ class Backend(ABC):
         self,
         sends: Mapping[int, tuple[np.ndarray, np.ndarray]],
         recvcounts: Mapping[int, np.ndarray],
-        sparse: bool = False,
+        sparse: bool | Cartesian = False,
     ) -> dict[int, dict[int, np.ndarray]]:
         """Exchange index-addressed pieces between all ranks.
 
@@ -65,8 +72,10 @@ class Backend(ABC):
         sizes are exchanged). Returns ``result[dst][src]``, 1-D views, for
         every source with a non-zero count. ``sparse=True`` says that each
         rank talks to few others (a halo exchange): multi-process backends
-        then send point to point instead of a collective; every rank must
-        pass the same value.
+        then send point to point instead of a collective; a `Cartesian`
+        (true too) says moreover that the ranks are the row-major grid
+        positions of that process grid, so MPI sends over a Cartesian
+        communicator. Every rank must pass the same value.
         """
 
     @abstractmethod

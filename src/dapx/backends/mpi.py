@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RankError
-from .base import Backend
+from .base import Backend, Cartesian
 
 __all__ = ["MPIBackend", "mpi"]
 
@@ -65,6 +65,7 @@ class MPIBackend(Backend):
         self._reports_seen = 0
         self._debug = os.environ.get("DAPX_DEBUG", "") not in ("", "0")
         self._operation: Any = None
+        self._carts: dict = {}
 
     # -- core ---------------------------------------------------------------------------
     @property
@@ -97,7 +98,10 @@ class MPIBackend(Backend):
         if self._size == 1:
             recv[...] = buffer
         elif sparse:
-            self._exchange_with_neighbours(buffer, counts, sdispl, recv, rcounts, rdispl)
+            comm = self._comm
+            if isinstance(sparse, Cartesian) and len(sparse.shape) > 1:
+                comm = self.cart_comm(tuple(sparse.shape), tuple(sparse.periods))
+            self._exchange_with_neighbours(comm, buffer, counts, sdispl, recv, rcounts, rdispl)
         else:
             elem = _element_type(self._MPI, buffer.dtype.itemsize)
             req = self._comm.Ialltoallv(
@@ -112,7 +116,7 @@ class MPIBackend(Backend):
             }
         }
 
-    def _exchange_with_neighbours(self, buffer, counts, sdispl, recv, rcounts, rdispl):
+    def _exchange_with_neighbours(self, comm, buffer, counts, sdispl, recv, rcounts, rdispl):
         """Point-to-point messages to and from the ranks with non-zero counts only."""
         me = self._rank
         requests = []
@@ -121,11 +125,11 @@ class MPIBackend(Backend):
             if src == me:
                 piece[...] = buffer[sdispl[me] : sdispl[me] + counts[me]]
             else:
-                requests.append(self._comm.Irecv(piece, source=src, tag=_NEIGHBOUR_TAG))
+                requests.append(comm.Irecv(piece, source=src, tag=_NEIGHBOUR_TAG))
         for dst in np.flatnonzero(counts).tolist():
             if dst != me:
                 piece = buffer[sdispl[dst] : sdispl[dst] + counts[dst]]
-                requests.append(self._comm.Isend(piece, dest=dst, tag=_NEIGHBOUR_TAG))
+                requests.append(comm.Isend(piece, dest=dst, tag=_NEIGHBOUR_TAG))
         if requests:
             self._wait(_AllOf(self._MPI, requests))
 
@@ -146,12 +150,22 @@ class MPIBackend(Backend):
             self._wait(self._comm.Ibarrier())
 
     # -- topology -----------------------------------------------------------------------
-    @functools.lru_cache(maxsize=32)  # noqa: B019 - a handful of grids per backend
     def cart_comm(self, grid_shape: tuple[int, ...], periods: tuple[bool, ...]):
-        """A Cartesian communicator for `grid_shape`, row-major like the DAP (no reorder)."""
-        if int(np.prod(grid_shape)) != self._size:
-            raise ValueError(f"grid {grid_shape} does not have {self._size} ranks")
-        return self._comm.Create_cart(list(grid_shape), list(periods), reorder=False)
+        """A Cartesian communicator for `grid_shape`, row-major like the DAP (no reorder).
+
+        Built collectively the first time a grid is used (every rank reaches
+        it in the same halo exchange) and kept until a failure replaces the
+        communicator. Its ranks are this backend's ranks, so a DAP grid
+        position addresses the same process in both.
+        """
+        key = (tuple(int(n) for n in grid_shape), tuple(bool(p) for p in periods))
+        cart = self._carts.get(key)
+        if cart is None:
+            if int(np.prod(key[0])) != self._size:
+                raise ValueError(f"grid {key[0]} does not have {self._size} ranks")
+            cart = self._comm.Create_cart(list(key[0]), list(key[1]), reorder=False)
+            self._carts[key] = cart
+        return cart
 
     # -- failure handling ---------------------------------------------------------------
     def recover(self, exc: BaseException | None) -> BaseException:
@@ -185,6 +199,7 @@ class MPIBackend(Backend):
         if len(failed) == self._size:
             return exc
         self._comm = self._errors.Dup()  # the old one may hold unmatched collectives
+        self._carts = {}
         rank, first = failed[0]
         return RankError(rank, first)
 
