@@ -104,6 +104,7 @@ __all__ += ["random", "testing"]
 
 from . import contraction as _contraction  # noqa: F401 (registers np.* implementations)
 from . import joining as _joining  # noqa: F401 (registers np.* implementations)
+from . import linalg as _linalg  # noqa: F401 (registers np.* implementations)
 from . import manipulation as _manipulation  # noqa: F401 (registers np.* implementations)
 from . import reductions as _reductions  # noqa: F401 (registers np.* implementations)
 from . import scans as _scans  # noqa: F401 (registers np.* implementations)

@@ -232,6 +232,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         handler = getattr(type(x), "__array_ufunc__", None)
         if handler is not None and not _distributed(x) and not isinstance(x, np.ndarray):
             return NotImplemented  # NEP 13: let the other type decide
+    if method == "__call__" and ufunc.signature is not None:
+        from .linalg import apply_gufunc
+
+        return apply_gufunc(ufunc, inputs, dict(kwargs))
     if method == "__call__":
         return _call(ufunc, inputs, dict(kwargs))
     if method in ("reduce", "accumulate", "outer"):

@@ -392,6 +392,77 @@ def result_type(*arrays_and_dtypes):
     )
 
 
+@implements(np.ndim)
+def ndim(a) -> int:
+    """`numpy.ndim`, from the metadata.
+
+    >>> import numpy as np, dapx
+    >>> np.ndim(dapx.zeros((2, 3), backend=dapx.simulated(2))), np.shape(dapx.zeros(4))
+    (2, (4,))
+    """
+    return a.ndim
+
+
+@implements(np.shape)
+def shape(a) -> tuple[int, ...]:
+    """`numpy.shape`, from the metadata (the domain, without any halo)."""
+    return a.shape
+
+
+@implements(np.size)
+def size(a, axis=None) -> int:
+    """`numpy.size`, from the metadata.
+
+    >>> import numpy as np, dapx
+    >>> np.size(dapx.zeros((2, 3), backend=dapx.simulated(2)), axis=1)
+    3
+    """
+    if axis is None:
+        return a.size
+    axis = operator.index(axis)
+    if not -a.ndim <= axis < a.ndim:
+        raise np.exceptions.AxisError(axis, a.ndim)
+    return a.shape[axis]
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x) -> bool:
+    """`numpy.iscomplexobj`: whether the dtype is complex (no data is touched)."""
+    return issubclass(x.dtype.type, np.complexfloating)
+
+
+@implements(np.isrealobj)
+def isrealobj(x) -> bool:
+    """`numpy.isrealobj`: whether the dtype is not complex (no data is touched)."""
+    return not iscomplexobj(x)
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    """`numpy.iscomplex`: elementwise, whether the imaginary part is non-zero.
+
+    >>> import numpy as np, dapx
+    >>> a = dapx.asarray(np.array([1 + 1j, 2]), backend=dapx.simulated(2))
+    >>> np.iscomplex(a).gather()
+    array([ True, False])
+    """
+    if not iscomplexobj(x):
+        return np.zeros_like(x, dtype=bool)
+    return np.not_equal(np.imag(x), 0)
+
+
+@implements(np.isreal)
+def isreal(x):
+    """`numpy.isreal`: elementwise, whether the imaginary part is zero."""
+    return np.logical_not(iscomplex(x))
+
+
+@implements(np.can_cast)
+def can_cast(from_, to, casting="safe") -> bool:
+    """`numpy.can_cast` from a distributed array's dtype (no data is touched)."""
+    return np.can_cast(from_.dtype, to, casting=casting)
+
+
 @collective
 def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """`numpy.ndarray.astype`: the same layout with every block cast.
