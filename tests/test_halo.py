@@ -381,6 +381,7 @@ def test_distribution_create_halo_forms():
     d = Distribution.create((8, 6), grid=(2, 1), halo=1)
     assert d.global_shape == (8, 6) and d.local_shape(0) == (6, 8)
     assert d.has_halo and d.is_padded and "b+halo" in repr(d)
+    assert "dist=(b+halo1, b+halo1)" in repr(dapx.zeros((8, 6), halo=1, backend=dapx.simulated(4)))
     assert Distribution.create((8, 6), grid=(2, 1), halo=(1, 1)) == d
     assert Distribution.create((8, 6), grid=(2, 1), halo={0: 1, -1: (1, 1)}) == d
     assert Distribution.create((8, 6), grid=(2, 1), halo=[1, (1, 1)]) == d

@@ -10,20 +10,13 @@ __all__ = ["array_repr", "html_repr", "inline_repr"]
 
 
 def _describe_dims(a) -> str:
-    from .maps import BlockMap, CyclicMap
+    from .distribution import _describe
+    from .maps import CyclicMap
 
-    parts = []
-    for m in a.distribution.maps:
-        if isinstance(m, BlockMap):
-            s = "b" if m.nprocs > 1 else "n"
-            if m.is_padded:
-                s += "+pad"
-        elif isinstance(m, CyclicMap):
-            s = "c" if m.block_size == 1 else f"c{m.block_size}"
-        else:
-            s = "u"
-        parts.append(s)
-    return "(" + ", ".join(parts) + ")"
+    def short(m) -> str:  # block-cyclic as "c2", everything else as the Distribution repr
+        return f"c{m.block_size}" if isinstance(m, CyclicMap) and m.block_size > 1 else _describe(m)
+
+    return "(" + ", ".join(short(m) for m in a.distribution.maps) + ")"
 
 
 def _preview(a) -> str:

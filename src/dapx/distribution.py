@@ -629,10 +629,14 @@ def _map_along(dim_data, grid, i):
 
 
 def _describe(m: Map) -> str:
+    """A short name of `m`: ``b``, ``b+halo1``, ``b+halo(1, 2)``, ``n+pad``, ``c``, ``u``..."""
     if isinstance(m, BlockMap):
         s = "b" if m.nprocs > 1 else "n"
-        if m.is_padded:
-            s += "+halo" if m.ghost_edges else "+pad"
+        if m.is_padded and m.ghost_edges:
+            lo, hi = int(m.padding[:, 0].max()), int(m.padding[:, 1].max())
+            s += f"+halo{lo}" if lo == hi else f"+halo({lo}, {hi})"
+        elif m.is_padded:
+            s += "+pad"
         return s + ("(periodic)" if m.periodic else "")
     if isinstance(m, CyclicMap):
         return "c" if m.block_size == 1 else f"c(block_size={m.block_size})"
