@@ -51,3 +51,16 @@ def test_notebook_runs(path, monkeypatch):
     ]
     if path.name == "quickstart.ipynb":
         assert any("<svg" in h for h in html), "the decomposition picture is not shown"
+    if path.name == "interop.ipynb":
+        printed = "".join(
+            output.get("text", "")
+            for cell in notebook.cells
+            if cell.cell_type == "code"
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" and output.get("name") == "stdout"
+        )
+        # The bad producers are caught and their DAPError shown, and every round trip that
+        # should share memory says so for each of the four ranks.
+        assert "gap: DAPError: partition (2, 0)" in printed
+        assert "overlap: DAPError: partition (2, 0)" in printed
+        assert printed.count("shares memory, per rank: [True, True, True, True]") == 4
