@@ -15,11 +15,15 @@ problem and the results are checked against NumPy. Times are medians of
 interleaved rounds.
 
 The simulated part also runs the bare kernel on the blocks of the default
-2 x 2 grid without dapx (``numpy on 2x2 blocks``): NumPy stencils on blocks
-with rows of ~2048 elements can be much slower per element than on one large
-array on some machines, whatever holds the blocks; that row separates dapx's
-own cost (halo updates, per-rank dispatch) from the effect of the
-decomposition. A 4 x 1 grid (row slabs) keeps full-length rows.
+2 x 2 grid without dapx (``numpy on 2x2 blocks``), which separates dapx's own
+cost (halo updates, per-rank dispatch) from the effect of the decomposition:
+with its default ufunc buffer of 8192 elements, NumPy (2.3+) copies the rows
+of a non-contiguous 2-D operand into its buffer whenever a few rows fit in
+it, so the kernel's slices of blocks with rows of <= 2048 elements (the 2 x 2
+blocks of 4096 x 4096) run about 2x slower per element than those of one
+4098-wide array. A 4 x 1 grid (row slabs) keeps full-length rows, and a
+second table runs NumPy and dapx on 2 x 2 with ``np.setbufsize(--bufsize)``
+(default 2048), where neither copies.
 """
 
 from __future__ import annotations
@@ -100,24 +104,38 @@ def blocks_jacobi(n: int, iterations: int):
     return time.perf_counter() - t0
 
 
-def simulated_part(n: int, iterations: int, rounds: int) -> dict:
+def _with_bufsize(size: int, fn):
+    """`fn` run with NumPy's ufunc buffer at `size` elements, restored afterwards."""
+
+    def run():
+        old = np.setbufsize(size)
+        try:
+            return fn()
+        finally:
+            np.setbufsize(old)
+
+    return run
+
+
+def simulated_part(n: int, iterations: int, rounds: int, bufsize: int) -> dict:
     backend = dapx.simulated(4)
     state = {}
 
-    def run_numpy():
-        t, state["numpy"] = numpy_jacobi(n, iterations)
-        return t
+    def variant(key, fn):
+        def run():
+            t, state[key] = fn()
+            return t
 
-    def run_dapx():
-        t, state["dapx"] = dapx_jacobi(n, iterations, backend)
-        return t
+        return run
 
-    def run_slabs():
-        t, state["slabs"] = dapx_jacobi(n, iterations, backend, grid=(4, 1))
-        return t
-
-    variants = {"numpy": run_numpy, "dapx": run_dapx, "slabs": run_slabs,
-                "blocks": lambda: blocks_jacobi(n, iterations)}  # fmt: skip
+    variants = {
+        "numpy": variant("numpy", lambda: numpy_jacobi(n, iterations)),
+        "dapx": variant("dapx", lambda: dapx_jacobi(n, iterations, backend)),
+        "slabs": variant("slabs", lambda: dapx_jacobi(n, iterations, backend, grid=(4, 1))),
+        "blocks": lambda: blocks_jacobi(n, iterations),
+    }
+    for key in ("numpy", "dapx"):  # the same two with a smaller NumPy buffer, interleaved
+        variants[f"{key}-buf"] = _with_bufsize(bufsize, variants[key])
     med = _median_times(variants, rounds)
     expected = state["numpy"][1:-1, 1:-1]
     same = all(np.array_equal(state[k].interior.gather(), expected) for k in ("dapx", "slabs"))
@@ -218,6 +236,8 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--part", choices=["all", "simulated", "mpi", "dask"], default="all")
+    parser.add_argument("--bufsize", type=int, default=2048,
+                        help="NumPy ufunc buffer size of the second simulated table")  # fmt: skip
     args = parser.parse_args()
     n, it, rounds = args.size, args.iterations, args.rounds
     if args.part == "mpi":
@@ -225,14 +245,19 @@ def main() -> int:
         return 0
     print(f"2-D 5-point Jacobi, {n} x {n} float64, {it} iterations (median of {rounds} rounds)")
     if args.part in ("all", "simulated"):
-        s = simulated_part(n, it, rounds)
+        s = simulated_part(n, it, rounds, args.bufsize)
         print(f"\n4 simulated ranks vs one NumPy array (target <= 1.30x), same result: {s['same']}")
+        print(f"NumPy's ufunc buffer {np.getbufsize()} elements (its default):")
         print(f"  numpy slicing stencil        {s['numpy']:8.3f} s")
         rows = [("dapx", "dapx, grid 2 x 2 + halos"), ("slabs", "dapx, grid 4 x 1 + halos"),
                 ("blocks", "numpy on 2x2 blocks, no dapx")]  # fmt: skip
         for key, label in rows:
             print(f"  {label:<28} {s[key]:8.3f} s   {s[key] / s['numpy']:5.2f}x")
         print(f"  dapx's own cost on 2 x 2: {s['dapx'] / s['blocks']:.2f}x the bare kernels")
+        print(f"np.setbufsize({args.bufsize}) for both:")
+        print(f"  numpy slicing stencil        {s['numpy-buf']:8.3f} s")
+        ratio = s["dapx-buf"] / s["numpy-buf"]
+        print(f"  dapx, grid 2 x 2 + halos     {s['dapx-buf']:8.3f} s   {ratio:5.2f}x")
     mpi = None
     if args.part in ("all", "mpi"):
         mpiexec = Path(sys.executable).parent / "mpiexec"

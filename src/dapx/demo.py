@@ -38,6 +38,10 @@ def boundary_values(x: np.ndarray, n: int) -> np.ndarray:
     return np.sin(np.pi * (x + 1) / (n + 1))
 
 
+#: NumPy ufunc buffer size (elements) while the solver's kernel runs.
+_KERNEL_BUFSIZE = 2048
+
+
 def jacobi_kernel(p: np.ndarray, q: np.ndarray) -> None:
     """``q[1:-1, 1:-1] = (north + south + west + east) / 4`` from `p`, with no temporaries.
 
@@ -114,17 +118,25 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
             print("(install tqdm for a progress bar)", file=sys.stderr)
         else:
             bar = tqdm(total=steps, unit="step", file=sys.stderr, dynamic_ncols=True)
-    for step in range(1, steps + 1):
-        u.update_halos()  # boundary "none": the wall values in the edge ghost cells stay
-        for r in ranks:
-            jacobi_kernel(u.local_with_halo(r), v.local_with_halo(r))
-        u, v = v, u
-        if check_every > 0 and step % check_every == 0 and step < steps:
-            change = float(np.max(np.abs(u.interior - v.interior)))
+    # NumPy's default ufunc buffer (8192 elements) makes it copy the rows of the
+    # kernel's 2-D slices into the buffer when rows are <= 2048 long (the blocks of a
+    # 4096-wide grid on a 2 x 2 process grid), at half speed; a 2048-element buffer
+    # does not, and changes no result (benchmarks/bench_halo.py measures both).
+    old_bufsize = np.setbufsize(_KERNEL_BUFSIZE)
+    try:
+        for step in range(1, steps + 1):
+            u.update_halos()  # boundary "none": the wall values in the edge ghost cells stay
+            for r in ranks:
+                jacobi_kernel(u.local_with_halo(r), v.local_with_halo(r))
+            u, v = v, u
+            if check_every > 0 and step % check_every == 0 and step < steps:
+                change = float(np.max(np.abs(u.interior - v.interior)))
+                if bar is not None:
+                    bar.set_postfix(residual=f"{change:.2e}", refresh=False)
             if bar is not None:
-                bar.set_postfix(residual=f"{change:.2e}", refresh=False)
-        if bar is not None:
-            bar.update(1)
+                bar.update(1)
+    finally:
+        np.setbufsize(old_bufsize)
     if bar is not None:
         bar.close()
     residual = float(np.max(np.abs(u.interior - v.interior)))
