@@ -313,6 +313,69 @@ def test_pad_errors(backend):
         np.pad(a, 1, mode="reflect", reflect_type="odd")
 
 
+PAD_MODES = {"constant": {"constant_values": ((1, 2), (3, 4))}, "edge": {}, "reflect": {},
+             "symmetric": {}, "wrap": {}}  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", list(PAD_MODES))
+def test_pad_of_block_axes_keeps_the_blocks_and_moves_only_edges(backend, mode, monkeypatch):
+    """Each rank keeps its block, the edge ranks take the edges; only remote edges move.
+
+    Constant, edge, reflect and symmetric edges read the edge ranks' own
+    data, so they make no collective call; wrap moves at most the edges.
+    """
+    x = data((12, 10))
+    a = dapx.asarray(x, backend=backend)
+    width, kwargs = ((2, 1), (1, 3)), PAD_MODES[mode]
+    moved = []
+    alltoallv = type(backend).alltoallv
+
+    def counting(self, sends, recvcounts, sparse=False):
+        moved.extend(int(counts.sum() - counts[r]) for r, (_, counts) in sends.items())
+        return alltoallv(self, sends, recvcounts, sparse)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"np.pad(mode={mode!r}) communicated")
+
+    with monkeypatch.context() as m:  # undone before the MPI plugin shares the outcome
+        m.setattr(type(backend), "alltoallv", counting if mode == "wrap" else refuse)
+        for method in ("allgather", "bcast", "barrier", "combine"):
+            m.setattr(type(backend), method, refuse)
+        result = np.pad(a, width, mode=mode, **kwargs)
+    expected = np.pad(x, width, mode=mode, **kwargs)
+    assert sum(moved) <= expected.size - x.size
+    for k, (old, new) in enumerate(zip(a.distribution.maps, result.distribution.maps)):
+        shifted = old.bounds + width[k][0]
+        shifted[0], shifted[-1] = 0, expected.shape[k]
+        np.testing.assert_array_equal(new.bounds, shifted)
+    assert_eq(result, expected)
+
+
+def _edge_bounds(n: int, p: int) -> list[int]:
+    """Block bounds whose first block is empty and (from 3 blocks) last block holds one element."""
+    if p < 3:
+        return [0, 0, n][-p - 1 :]
+    return [0, 0, *np.linspace(1, n - 1, p - 1).astype(int)[1:-1].tolist(), n - 1, n]
+
+
+@pytest.mark.parametrize("mode", list(PAD_MODES))
+def test_pad_of_block_axes_whose_edge_ranks_lack_data(backend, mode):
+    """Edge ranks with empty or small blocks, widths wider than the array, and halos."""
+    x = data((9, 7), np.int64)
+    kwargs = PAD_MODES[mode]
+    grid = dapx.dims_create(backend.nranks, 2)
+    specs = [{"dist": "b", "bounds": _edge_bounds(n, p)} for n, p in zip(x.shape, grid)]
+    arrays = [dapx.asarray(x, dist=specs, grid=grid, backend=backend),
+              dapx.asarray(x, dist=("b", "n"), backend=backend),
+              dapx.asarray(x, dist=("b", "b"), padding=1, backend=backend),
+              dapx.asarray(x, dist=("c", "b"), grid=grid, backend=backend)]  # fmt: skip
+    for a in arrays:
+        for width in [1, ((3, 0), (2, 5)), ((11, 20), (0, 15)), {1: (4, 1)}]:
+            assert_eq(np.pad(a, width, mode=mode, **kwargs),
+                      np.pad(x, width, mode=mode, **kwargs),
+                      err_msg=f"{a.distribution} width {width}")  # fmt: skip
+
+
 @pytest.mark.parametrize("shape", [(7,), (4, 5), (2, 3, 4), (0, 3)])
 def test_roll(backend, kind, shape):
     x = data(shape, np.int64)

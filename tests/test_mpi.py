@@ -52,15 +52,15 @@ def test_spmd_suite_under_mpiexec(n):
 
 ARRAY_TESTS = [
     f"tests/test_{name}.py"
-    for name in ("array", "creation", "reductions", "indexing", "manipulation", "random")
+    for name in ("array", "creation", "reductions", "indexing", "manipulation", "random", "xarray")
 ]
 
 #: What ``-n 4`` (oversubscribed on two cores) runs of ARRAY_TESTS: a few tests
 #: of each file, some for one layout only, that together reach every kind of
 #: operation: redistribution, elementwise and alignment, creation and the DAP,
 #: reductions, statistics, NaN functions, scans, ufunc methods, basic and
-#: fancy indexing and assignment, the manipulation functions, sorting, einsum
-#: and random numbers.
+#: fancy indexing and assignment, the manipulation functions, sorting, einsum,
+#: random numbers, and xarray on DistributedArrays with the ``.dap`` accessor.
 ARRAY_SUBSET = [
     "test_local_is_the_block_itself",
     "test_redistribute_between_every_pair_of_layouts",
@@ -101,6 +101,8 @@ ARRAY_SUBSET = [
     "test_einsum[b-irregular-",
     "test_random_matches_the_stream_on_every_layout",
     "test_every_method_is_layout_independent",
+    "test_operation_matches_numpy_backed_xarray[mpi-rolling_two]",
+    "test_local_blocks_come_with_their_coordinates",
 ]
 
 

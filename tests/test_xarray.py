@@ -15,6 +15,8 @@ under mpiexec), so they run unchanged with one rank per process.
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -203,7 +205,7 @@ DTYPE_OPERATIONS = {
     "sum": lambda v: v.sum(["x", "y"]),
     "max": lambda v: v.max("y"),
     "rolling": lambda v: v.rolling(x=2).sum(),
-    "shift": lambda v: v.shift(y=1, fill_value=0),  # a NaN fill makes bool object (not on MPI)
+    "shift": lambda v: v.shift(y=1, fill_value=0),  # a NaN fill makes bool object: see below
     "where": lambda v: v.where(v.x > 1),
     "cumsum": lambda v: v.cumsum("x"),
     "differentiate": lambda v: v.differentiate("y"),
@@ -231,6 +233,31 @@ def test_operations_keep_numpy_dtypes(backend, dtype, monkeypatch):
             result = func(d)
         assert result.dtype == expected.dtype, name
         xr.testing.assert_allclose(gathered(result), expected)
+
+
+def test_object_dtype_from_a_nan_fill(backend):
+    """A NaN shift makes bool data object; the shift is local, moving objects is not.
+
+    Under MPI an object array cannot leave its process (its elements are
+    pointers): redistributing one raises instead of crashing.
+    """
+    v = xr.DataArray(np.arange(35).reshape(5, 7) % 3 == 0, dims=("x", "y"))
+    d = v.dap.distribute(backend=backend)
+    for dim in ("x", "y"):
+        expected = v.shift({dim: -2})
+        assert expected.dtype == object
+        result = d.shift({dim: -2})
+        assert_distributed(result)
+        assert result.dtype == object and result.dap.gather().identical(expected)
+
+    def move():
+        return d.shift(y=1).dap.redistribute(x=1, y=backend.nranks)
+
+    if backend.name == "mpi" and backend.nranks > 1:
+        with pytest.raises(TypeError, match="cannot move arrays of dtype object"):
+            move()
+    else:
+        assert move().dap.gather().identical(v.shift(y=1))
 
 
 def test_scalars_empty_dimensions_and_empty_blocks(backend, monkeypatch):
@@ -335,6 +362,23 @@ def test_dataarray_keeps_the_distributed_array(backend):
     mean = da.mean()
     assert type(mean.data) is dapx.DistributedArray  # 0-d results stay distributed
     assert float(mean.data) == 5.5
+
+
+def test_zero_d_results_convert_without_a_gather_warning(backend, monkeypatch):
+    """A 0-d DistributedArray is replicated: converting it to NumPy gathers nothing."""
+    v = climate()
+    d = distribute(v, "b", backend)
+    monkeypatch.setattr(dapx.config, "gather_warning_threshold", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dapx.GatherWarning)
+        mean, total = d.mean(), d.sum()
+        assert type(mean.data) is dapx.DistributedArray and mean.data.ndim == 0
+        np.testing.assert_allclose(mean.values, v.mean().values, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(total.data), v.sum().values, rtol=1e-12)
+        np.testing.assert_allclose(total.data.__array__(np.float32), np.float32(v.sum().values))
+        assert isinstance(mean.values, np.ndarray) and mean.values.shape == ()
+        with pytest.raises(dapx.GatherWarning, match="gathers the whole"):
+            np.asarray(d.isel(time=0, lat=0, lon=slice(0, 1)).data)  # one element, but 1-d
 
 
 def test_repr_needs_no_communication(backend, monkeypatch):
@@ -478,6 +522,50 @@ def test_accessor_needs_distributed_data(backend):
     assert "not distributed" in v.dap._repr_html_()
 
 
+# -- registration on import dapx, without importing xarray ----------------------------------------
+
+USE_ACCESSOR = """
+import sys
+import numpy as np
+import xarray as xr
+import dapx
+d = xr.DataArray(np.arange(6.0), dims="x", attrs={"u": 1}).dap.distribute(
+    x=2, backend=dapx.simulated(2))
+assert isinstance(d.data, dapx.DistributedArray) and d.dap.grid == {"x": 2}, d
+assert xr.Dataset({"t": d}).dap.is_distributed
+xr.testing.assert_identical(d.dap.gather(), xr.DataArray(np.arange(6.0), dims="x", attrs={"u": 1}))
+assert xr.__spec__.loader is xr.__loader__ and "dapx" not in type(xr.__loader__).__module__
+assert not any(type(f).__name__ == "_XarrayHook" for f in sys.meta_path)
+print("registered")
+"""
+
+
+def _fresh_python(code: str, tmp_path) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_dapx_does_not_import_xarray(tmp_path):
+    out = _fresh_python("import dapx, sys; print('xarray' in sys.modules)", tmp_path)
+    assert out == "False"
+
+
+@pytest.mark.parametrize("first", ["dapx", "xarray"])
+def test_accessor_is_registered_in_either_import_order(first, tmp_path):
+    """``import dapx; import xarray`` (via the import hook) and ``import xarray; import dapx``."""
+    lines = USE_ACCESSOR.strip().splitlines()
+    order = ["import dapx", "import xarray as xr"]
+    if first == "xarray":
+        order.reverse()
+    code = "\n".join([*order, *(line for line in lines if line not in order)])
+    assert _fresh_python(code, tmp_path) == "registered"
+    if first == "dapx":  # a submodule first imports the package through the hook too
+        code = "import dapx\nfrom xarray.core.dataarray import DataArray\n" + USE_ACCESSOR
+        assert _fresh_python(code, tmp_path) == "registered"
+
+
 # -- halos by dimension name -----------------------------------------------------------------------
 
 
@@ -619,6 +707,18 @@ def test_unravel_index(backend):
             assert_eq(r, e)
     with pytest.raises(ValueError, match="out of bounds"):
         np.unravel_index(i, (2, 3))
+
+
+def test_einsum_with_ellipses_is_the_contraction_module():
+    """One einsum: `dapx.contraction` spells out ellipses itself (no module of its own)."""
+    import importlib.util
+
+    from dapx import contraction
+    from dapx.dispatch import HANDLED_FUNCTIONS
+
+    assert HANDLED_FUNCTIONS[np.einsum] is contraction.einsum
+    assert contraction.expand_ellipsis("...ab,...b->...a", [(4, 2, 3), (3,)]) == "Aab,b->Aa"
+    assert importlib.util.find_spec("dapx.subscripts") is None
 
 
 @pytest.mark.parametrize(

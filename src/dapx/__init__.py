@@ -116,15 +116,12 @@ from .partitioned import from_dask, from_partitioned
 __all__ += ["from_dask", "from_partitioned"]
 
 from . import broadcasting as _broadcasting  # noqa: F401 (registers np.* implementations)
-from . import subscripts as _subscripts  # noqa: F401 (registers np.einsum with ellipses)
 from . import unravel as _unravel  # noqa: F401 (registers np.* implementations)
 from . import windows as _windows  # noqa: F401 (registers np.* implementations)
 from .halo import map_overlap
 
 __all__ += ["map_overlap"]
 
-try:  # the .dap accessor on xarray objects, when xarray is installed
-    from . import xarray as _xarray  # noqa: F401 (registers DataArray.dap and Dataset.dap)
-except ModuleNotFoundError as _error:
-    if _error.name != "xarray":
-        raise
+from ._xarray_hook import register_accessor_with_xarray as _register_xarray_accessor
+
+_register_xarray_accessor()  # the .dap accessor, without importing xarray (see _xarray_hook)

@@ -183,7 +183,8 @@ class DistributedArray(NDArrayOperatorsMixin):
             raise ValueError(
                 "a DistributedArray cannot be viewed as one NumPy array without a copy"
             )
-        if self.size > config.gather_warning_threshold:
+        # A 0-d array is replicated: every process holds its value, so nothing is gathered.
+        if self.ndim and self.size > config.gather_warning_threshold:
             warnings.warn(
                 f"np.asarray gathers the whole {self.shape} array to every process; "
                 "call .gather() to do it on purpose",

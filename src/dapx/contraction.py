@@ -6,11 +6,17 @@ lack) or, for NumPy operands, sliced locally. Each rank contracts its own
 blocks, and partial sums over distributed contracted subscripts are combined
 in rank order: with one exchange into a layout where those subscripts are
 undistributed, or with `Backend.combine` for a scalar.
+
+Ellipses are spelled out first: xarray's ``dot`` (and ``weighted``) call
+``np.einsum("...ab,...b->...a", ...)``, the broadcast dimensions an ellipsis,
+and `expand_ellipsis` replaces each ``...`` by explicit subscripts
+(right-aligned, as NumPy broadcasts them).
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -22,7 +28,7 @@ from .plans import exchange_plan, simplify_index
 from .redistribute import run_plan
 from .shaping import _clean_map, _index, from_replicated, permute_axes, write_into
 
-__all__ = ["einsum"]
+__all__ = ["einsum", "expand_ellipsis"]
 
 
 def _einsum_args(operands):
@@ -35,22 +41,69 @@ def _einsum_args(operands):
         out, arrays = arrays[-1], arrays[:-1]
 
     def letters(sub):
-        if any(s is Ellipsis for s in sub):
-            raise NotImplementedError("einsum with an ellipsis is not implemented for "
-                                      "DistributedArray")  # fmt: skip
-        return "".join(string.ascii_letters[int(s)] for s in sub)
+        return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sub)
 
     text = ",".join(letters(s) for s in subs)
     return (text if out is None else text + "->" + letters(out)), arrays
+
+
+def expand_ellipsis(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> str:
+    """`subscripts` with every ``...`` replaced by explicit letters.
+
+    The dimensions an ellipsis stands for are right-aligned across operands
+    (NumPy's broadcasting); an implicit output lists them first, then the
+    subscripts that appear once in alphabetical order, as NumPy does.
+    Subscripts with no ellipsis are returned unchanged.
+
+    Examples
+    --------
+    >>> expand_ellipsis("...ab,...b->...a", [(4, 2, 3), (3,)])
+    'Aab,b->Aa'
+    >>> expand_ellipsis("...i,...i", [(2, 5, 3), (5, 3)])
+    'ABi,Bi->AB'
+    """
+    if "." not in subscripts:
+        return subscripts
+    lhs, arrow, rhs = subscripts.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(
+            f"einsum: {len(terms)} operand subscripts for {len(shapes)} operands"
+        )
+    used = set(subscripts) - {".", ",", "-", ">"}
+    free = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
+    widths = []
+    for term, shape in zip(terms, shapes):
+        explicit = len(term.replace("...", ""))
+        widths.append(len(shape) - explicit if "..." in term else 0)
+    width = max(widths, default=0)
+    if width > len(free):
+        raise ValueError(f"einsum: too many dimensions for the subscripts {subscripts!r}")
+    broadcast = "".join(free[:width])
+    terms = [t.replace("...", broadcast[width - w :]) for t, w in zip(terms, widths)]
+    text = ",".join(terms)
+    if arrow:
+        if width and "..." not in rhs:
+            raise ValueError(
+                "output has more dimensions than subscripts given in einstein sum, but no "
+                "'...' ellipsis provided to broadcast the extra dimensions."
+            )
+        rhs = rhs.replace("...", broadcast)
+    else:
+        once = sorted(c for c in set(text) - {","} if text.count(c) == 1 and c not in broadcast)
+        rhs = broadcast + "".join(once)
+    return text + "->" + rhs
 
 
 @implements(np.einsum)
 def einsum(*operands, out=None, optimize=False, **kwargs):
     """`numpy.einsum` for contractions that are local work plus a reduction.
 
-    One distributed operand (the first whose subscripts include those of
-    every other distributed operand) fixes the layout of each subscript; the
-    other distributed operands are aligned to it in one exchange each
+    Ellipses (either calling convention) are first replaced by explicit
+    subscripts (`expand_ellipsis`). One distributed operand (the first whose
+    subscripts include those of every other distributed operand) fixes the
+    layout of each subscript; the other distributed operands are aligned to
+    it in one exchange each
     (broadcast along subscripts they lack) and NumPy operands are sliced
     locally. Each rank contracts its blocks; partial sums over distributed
     contracted subscripts are then combined with one exchange (or
@@ -60,7 +113,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     Raises
     ------
     NotImplementedError
-        For repeated subscripts within an operand (diagonals), ellipses, and
+        For repeated subscripts within an operand (diagonals), and
         distributed operands whose subscripts no single distributed operand
         covers (aligning them would replicate one on every rank).
 
@@ -74,14 +127,14 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     True
     >>> np.einsum("ij,j->i", a, np.arange(4.0)).gather()
     array([14., 38., 62.])
+    >>> np.einsum("...j,...j->...", a, a).gather()  # ellipses are spelled out first
+    array([ 14., 126., 366.])
     """
     subscripts, arrays = _einsum_args(operands)
     arrays = [a if isinstance(a, DistributedArray) else np.asarray(a) for a in arrays]
-    if "." in subscripts:
-        raise NotImplementedError("einsum with an ellipsis is not implemented for "
-                                  "DistributedArray")  # fmt: skip
     dummies = [np.broadcast_to(np.empty((), np.int8), a.shape) for a in arrays]
     np.einsum_path(subscripts, *dummies, optimize=False)  # NumPy's own validation, no data
+    subscripts = expand_ellipsis(subscripts, [a.shape for a in arrays])
     lhs, _, rhs = subscripts.partition("->")
     inputs = lhs.split(",")
     if "->" not in subscripts:

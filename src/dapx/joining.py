@@ -4,8 +4,12 @@ These cross rank boundaries, so each is expressed as data movement with the
 one exchange mechanism, never as a gather. Concatenation moves each input in
 one exchange into its slab of the result's layout (the result's map along
 the axis, restricted to the slab and relabelled from 0, is the target).
-Pad, roll and diff are `dapx.shaping.take` calls: pad and roll with NumPy's
-own index map of ``arange(n)``, diff with two shifted takes into one layout.
+Roll and diff are `dapx.shaping.take` calls: roll with NumPy's own index map
+of ``arange(n)``, diff with two shifted takes into one layout. Pad keeps the
+rank boundaries of block axes and adds the new edges to the edge ranks: each
+rank copies its block and fills its part of the edges from its own data where
+that suffices, so only edge values that live on other ranks move (a `take`
+with NumPy's index map is the general path, for cyclic and unstructured axes).
 Block axes keep their rank boundaries, so mostly boundary elements move.
 """
 
@@ -29,6 +33,7 @@ from .shaping import (
     _index,
     clean_distribution,
     expand_dims,
+    owned_block,
     ravel,
     reshape,
     take,
@@ -208,9 +213,15 @@ _NUMPY_ONLY_PAD_MODES = ("empty", "linear_ramp", "maximum", "mean", "median", "m
 def pad(array, pad_width, mode="constant", **kwargs):
     """`numpy.pad` with modes constant, edge, reflect, symmetric and wrap.
 
-    Each padded axis is one `take` whose index map is NumPy's own padding of
-    ``arange(n)``; a block axis keeps its rank boundaries (the first and last
-    ranks take the new edges), so mostly boundary elements move.
+    When every padded axis is a block axis, the result keeps the rank
+    boundaries and the first and last ranks along each padded axis take the
+    new edges. Each rank copies its block into place and fills its edges
+    from its own data where NumPy's index map of ``arange(n)`` stays within
+    the rank's block (always for constant, usually for edge, reflect and
+    symmetric); the edges that need other ranks' data (wrap, or edge ranks
+    with too few elements) arrive in small exchanges of the edges only. Padded
+    cyclic or unstructured axes go through one `take` with NumPy's index
+    map of ``arange(n)``.
 
     Raises
     ------
@@ -223,6 +234,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     >>> x = dapx.arange(4, backend=dapx.simulated(2))
     >>> np.pad(x, (2, 1), mode="reflect").gather()
     array([2, 1, 0, 1, 2, 3, 2])
+    >>> np.pad(x, 1, mode="wrap").local(0)  # rank 0 holds the new first element
+    array([3, 0, 1])
     """
     if callable(mode) or mode in _NUMPY_ONLY_PAD_MODES:
         raise NotImplementedError(
@@ -247,24 +260,22 @@ def pad(array, pad_width, mode="constant", **kwargs):
         pad_width = seq
     if np.asarray(pad_width).dtype.kind != "i":
         raise TypeError("`pad_width` must be of integral type.")
-    widths = _as_pairs(pad_width, x.ndim, as_index=True)
+    widths = [(int(lo), int(hi)) for lo, hi in _as_pairs(pad_width, x.ndim, as_index=True)]
     if x.ndim == 0:
         return _copy(x)
     values = _as_pairs(kwargs.get("constant_values", 0), x.ndim) if mode == "constant" else None
     maps = [_clean_map(m) for m in x.distribution.maps]
     indexers, fills = {}, {}
     for k, (lo, hi) in enumerate(widths):
-        lo, hi, n = int(lo), int(hi), x.shape[k]
+        n = x.shape[k]
+        if not lo and not hi:
+            continue
         if mode == "constant":
-            if not lo and not hi:
-                continue
             indexers[k] = np.pad(np.arange(n), (lo, hi), constant_values=-1)
             fill = np.zeros(n + lo + hi, x.dtype)
             fill[:lo], fill[n + lo :] = values[k][0], values[k][1]
             fills[k] = fill
         else:
-            if not lo and not hi:
-                continue
             if not n:
                 raise ValueError(
                     f"can't extend empty axis {k} using modes other than 'constant' or 'empty'"
@@ -275,7 +286,74 @@ def pad(array, pad_width, mode="constant", **kwargs):
     target = Distribution(maps, x.distribution.grid)
     if not indexers:
         return _copy(x) if target == x.distribution else redistribute(x, target)
+    if all(isinstance(_clean_map(x.distribution.maps[k]), BlockMap) for k in indexers):
+        return _pad_blocks(x, widths, values, indexers, target)
     return take(x, indexers, target, fills)
+
+
+def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
+                target: Distribution) -> DistributedArray:  # fmt: skip
+    """`pad` when every padded axis (the keys of `indexers`) is a block axis.
+
+    `target` has `x`'s rank boundaries shifted by the low widths. Each rank
+    writes its owned block into the middle of its result block, then fills
+    the edges it holds axis by axis, as `numpy.pad` does: along axis ``k``
+    the edge region spans the whole result block along earlier axes (whose
+    edges are filled already, which makes the corners) and only the middle
+    along later ones. A constant fills it; otherwise the values are NumPy's
+    index map ``indexers[k]``, read from the rank's own middle when the map
+    stays within its block, else taken from the ranks that hold them: one
+    small exchange for the edge slab, and one more for its corners when an
+    earlier axis is padded (`take` of the outer index map: the same values).
+    `values` are the (before, after) constants per axis (None unless mode
+    is constant).
+    """
+    dist, backend = x.distribution, x.backend
+    clean = [_clean_map(m) for m in dist.maps]
+    padded = sorted(indexers)
+    remote = {}
+    for k in padded if values is None else ():
+        (lo, hi), n, bounds = widths[k], x.shape[k], clean[k].bounds
+        idx = indexers[k]
+        if (idx[:lo] < bounds[1]).all() and (idx[lo + n :] >= bounds[-2]).all():
+            continue  # the edge ranks hold every index their edges read
+        nprocs = clean[k].nprocs  # > 1: one rank holds its whole axis
+        edges = BlockMap(lo + hi, [0, *[lo] * (nprocs - 1), lo + hi])
+        slab = take(x, {k: np.concatenate([idx[:lo], idx[lo + n :]])},
+                    Distribution([*clean[:k], edges, *clean[k + 1 :]], dist.grid))  # fmt: skip
+        earlier = {j: indexers[j] for j in padded if j < k}
+        if earlier:  # the corners: the earlier axes' edges of the (small) slab
+            maps = [target.maps[j] if j < k else m for j, m in enumerate(slab.distribution.maps)]
+            slab = take(slab, earlier, Distribution(maps, dist.grid))
+        remote[k] = slab._locals
+    blocks = {}
+    for r in backend.local_ranks:
+        own = owned_block(x, r)
+        coords = dist.coords(r)
+        out = np.empty(target.local_shape(r), x.dtype)
+        middle = []
+        for k, m in enumerate(own.shape):
+            start = widths[k][0] if k in indexers and coords[k] == 0 else 0
+            middle.append(slice(start, start + m))
+        out[tuple(middle)] = own
+        for k in padded:
+            (lo, hi), n, c = widths[k], x.shape[k], coords[k]
+            last = clean[k].nprocs - 1
+            sides = [(0, slice(0, lo), indexers[k][:lo])] if c == 0 and lo else []
+            if c == last and hi:
+                sides.append((1, slice(out.shape[k] - hi, None), indexers[k][lo + n :]))
+            for side, where, idx in sides:
+                region = (*[slice(None)] * k, where, *middle[k + 1 :])
+                if values is not None:
+                    out[region] = values[k][side]
+                elif k in remote:
+                    out[region] = remote[k][r]
+                else:
+                    positions = idx - clean[k].bounds[c] + middle[k].start
+                    out[region] = out[(*[slice(None)] * k, simplify_index(positions),
+                                       *middle[k + 1 :])]  # fmt: skip
+        blocks[r] = out
+    return x._new(target, blocks, x.dtype)
 
 
 @implements(np.roll)

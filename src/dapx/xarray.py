@@ -3,9 +3,12 @@
 A `DistributedArray` is an xarray duck array: ``xr.DataArray(a, dims=...)``
 keeps it as it is, and xarray's operations reach dapx through
 ``__array_function__`` and ``__array_ufunc__``. This module adds the
-``.dap`` accessor to `xarray.DataArray` and `xarray.Dataset` (registered on
-``import dapx`` when xarray is installed): thin methods over public dapx
-functions that speak in dimension names instead of axis numbers.
+``.dap`` accessor to `xarray.DataArray` and `xarray.Dataset`: thin methods
+over public dapx functions that speak in dimension names instead of axis
+numbers. ``import dapx`` registers it without importing xarray itself (which
+would cost every MPI process seconds): dapx imports this module at once if
+xarray is already imported, or else as soon as xarray is (see
+``dapx/__init__.py``), so in either order ``da.dap`` is there.
 
 The accessor holds no state of its own (xarray caches accessors per object):
 the layout, the halo and the data live on the DistributedArray inside.

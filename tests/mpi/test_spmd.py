@@ -177,3 +177,19 @@ def test_halo_demo_equals_numpy(backend):
 
     u, _ = solve(21, 40, backend=backend)
     np.testing.assert_array_equal(u.interior.gather(), numpy_solution(21, 40))
+
+
+def test_object_arrays_raise_instead_of_sending_pointers(backend):
+    """Object elements are pointers: sent as bytes they would crash another process."""
+    x = np.array([f"s{i}" for i in range(9)], dtype=object)
+    a = dapx.asarray(x, backend=backend)  # each rank keeps its own slice: nothing moves
+    assert list(a.local()) == list(x[a.distribution.global_indices(backend.comm.rank)[0]])
+    if backend.nranks == 1:  # nothing leaves the process
+        assert list(a.redistribute("c").gather()) == list(x)
+        return
+    with pytest.raises(TypeError, match="cannot move arrays of dtype object"):
+        a.redistribute("c")
+    with pytest.raises(TypeError, match="cannot move arrays of dtype object"):
+        dapx.asarray(x, halo=1, periodic=True, backend=backend).update_halos()
+    np.testing.assert_array_equal((dapx.arange(6.0, backend=backend) + 1).gather(),
+                                  np.arange(1.0, 7.0))  # fmt: skip

@@ -89,8 +89,17 @@ class MPIBackend(Backend):
         return self._allgather_objects(values[self._rank])
 
     def alltoallv(self, sends, recvcounts, sparse=False):
-        self._enter("alltoallv")
         buffer, counts = sends[self._rank]
+        if buffer.dtype.hasobject and self._size > 1:
+            # Note: the simulated backend moves object arrays; here their elements would
+            # travel as raw pointers, meaningless in another process. The dtype is the
+            # same on every rank, so every rank raises here, before any communication.
+            raise TypeError(
+                f"the MPI backend cannot move arrays of dtype {buffer.dtype}: their elements "
+                "are Python objects, not data that can be sent as bytes; convert the array "
+                "to a numeric, bool, fixed-width string or datetime dtype first"
+            )
+        self._enter("alltoallv")
         rcounts = np.asarray(recvcounts[self._rank], dtype=np.intp)
         recv = np.empty(int(rcounts.sum()), buffer.dtype)
         sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
