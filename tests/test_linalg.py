@@ -6,27 +6,11 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from tests.test_manipulation import data, dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 DTYPES = (np.float64, np.int64, np.bool_, np.complex128)
-
-
-def data(shape, dtype=np.float64, seed=0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind == "i":
-        return rng.integers(-9, 9, shape).astype(dtype)
-    if dtype.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 @pytest.mark.parametrize("kind", LAYOUTS)
