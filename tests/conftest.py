@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 
 import dapx
-from dapx.pytest_plugin import uses_mpi
+from dapx.pytest_plugin import uses_dask, uses_mpi
 
 pytest_plugins = ["pytester"]
 
 dapx.config.gather_warning_threshold = 0
 
 MPI = uses_mpi()
+DASK = uses_dask()  # DAPX_BACKEND=dask: the array tests run on the dask backend
 
 if MPI:
     from hypothesis import settings
@@ -42,12 +43,12 @@ def backend(dapx_backend):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not MPI:
+    if not (MPI or DASK):
         return
     here = Path(__file__).resolve().parent
     own = pytest.mark.skip(
-        reason="builds its own simulated backends: under mpiexec each process "
-        "would only repeat the simulated run"
+        reason="builds its own simulated backends: under mpiexec or on dask it would only "
+        "repeat the simulated run"
     )
     for item in items:
         if item.path.parent == here and "dapx_backend" not in item.fixturenames:

@@ -40,6 +40,7 @@ __all__ += ["config"]
 
 from .backends import (
     Backend,
+    dask_backend,
     default_backend,
     get_backend,
     set_backend,
@@ -52,6 +53,7 @@ from .backends import (
 
 __all__ += [
     "Backend",
+    "dask_backend",
     "default_backend",
     "get_backend",
     "mpi",

@@ -36,6 +36,8 @@ _OPERATORS = {
 
 
 def _blocks_private(array) -> bool:
+    if not array._locals:  # a handle of blocks held elsewhere (dask): never write into it
+        return False
     for rank in array._locals:
         block = array._locals[rank]
         # The dict's reference and getrefcount's argument; more means someone holds a view.

@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 
 from .errors import RankError
 
 __all__ = ["collective"]
 
-_depth = 0
+class _Nesting(threading.local):
+    """How deep in public dapx calls this thread is (ranks of the dask backend are threads)."""
+
+    depth = 0
+
+
+_nesting = _Nesting()
+
+#: Whether a backend whose ranks live elsewhere (dask) exists: only then are calls checked
+#: for one, so that the guard costs next to nothing otherwise.
+remote_backends = False
 
 
 def _backend_of(args, kwargs):
@@ -50,14 +61,16 @@ def collective(func: Callable) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        global _depth
-        if _depth:
+        nesting = _nesting
+        if nesting.depth:
             return func(*args, **kwargs)
-        # The backend is looked up only when it is needed (a failure, or the
-        # debug checks), so that the guard costs next to nothing per call.
-        backend = _backend_of(args, kwargs) if _DEBUG else None
+        # The backend is looked up only when it is needed (a failure, the debug
+        # checks, or remote backends), so that the guard costs next to nothing per call.
+        backend = _backend_of(args, kwargs) if (_DEBUG or remote_backends) else None
+        if remote_backends and not backend.local_ranks:
+            return backend.call(wrapper, args, kwargs)  # the ranks live elsewhere: ship the call
         previous = backend.set_operation(_describe(func.__qualname__, args)) if _DEBUG else None
-        _depth += 1
+        nesting.depth += 1
         try:
             return func(*args, **kwargs)
         except RankError:
@@ -68,7 +81,7 @@ def collective(func: Callable) -> Callable:
                 raise
             raise outcome from exc
         finally:
-            _depth -= 1
+            nesting.depth -= 1
             if _DEBUG:
                 backend.set_operation(previous)
 

@@ -42,7 +42,9 @@ __all__ = [
     "from_dask",
     "from_partitioned",
     "get_data",
+    "get_futures",
     "partitioned",
+    "partitioned_futures",
     "to_dask",
 ]
 
@@ -162,6 +164,51 @@ def partitioned(a: DistributedArray) -> dict:
         "partitions": partitions,
         "get": get_data,
         "locals": [tuple(int(c) for c in dist.coords(r)) for r in local],
+    }
+
+
+def get_futures(handles: Any) -> Any:
+    """The ``get`` of dask-backend exports: the data of one future or of a sequence of them."""
+    if isinstance(handles, (list, tuple)):
+        return handles[0].client.gather(list(handles)) if handles else []
+    return handles.result()
+
+
+def _owned_block(actor, array_id: int) -> np.ndarray:
+    return actor.owned_block(array_id).result()
+
+
+def partitioned_futures(a) -> dict:
+    """The ``__partitioned__`` dict of an array on the dask backend.
+
+    Like `partitioned`, but each partition's ``data`` is a dask future of the
+    rank's owned block, computed on the rank's worker (the ``location``), the
+    ``get`` gathers futures and there is no ``locals`` (the client holds no
+    rank).
+    """
+    backend = a.backend
+    if a.ndim == 0:
+        raise ValueError("a 0-d array on the dask backend has no partitions: use float(a)")
+    dist = a.distribution
+    bounds = [_block_bounds(m, i) for i, m in enumerate(dist.maps)]
+    client = backend.client
+    partitions = {}
+    for r in range(dist.nranks):
+        pos = tuple(int(c) for c in dist.coords(r))
+        worker = backend.workers[r]
+        future = client.submit(_owned_block, backend.actors[r], a._remote_id, workers=[worker],
+                               allow_other_workers=False, pure=False)  # fmt: skip
+        partitions[pos] = {
+            "start": tuple(b[c] for b, c in zip(bounds, pos)),
+            "shape": tuple(b[c + 1] - b[c] for b, c in zip(bounds, pos)),
+            "data": future,
+            "location": [worker],
+        }
+    return {
+        "shape": a.shape,
+        "partition_tiling": dist.grid_shape,
+        "partitions": partitions,
+        "get": get_futures,
     }
 
 
@@ -633,13 +680,14 @@ def to_dask(a: DistributedArray):
     import dask.array as da
 
     backend = a.backend
-    if len(backend.local_ranks) != backend.nranks:
+    remote = getattr(a, "_remote_id", None) is not None  # the dask backend: futures
+    if not remote and len(backend.local_ranks) != backend.nranks:
         raise ValueError(
             f"to_dask builds one dask graph from every block, but this process holds only "
             f"ranks {list(backend.local_ranks)} of {backend.nranks} ({type(backend).__name__}): "
             "gather explicitly (a.gather()) or use a backend whose blocks dask can reach"
         )
-    desc = partitioned(a)
+    desc = a.__partitioned__ if remote else partitioned(a)
     name = f"dapx-{uuid.uuid4().hex}"
     tiling = desc["partition_tiling"]
     graph = {(name, *pos): info["data"] for pos, info in desc["partitions"].items()}

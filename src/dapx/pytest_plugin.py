@@ -103,8 +103,34 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_USES_MPI] = uses_mpi()
 
 
+def uses_dask() -> bool:
+    """Whether `dapx_backend` is the dask backend (``DAPX_BACKEND=dask``)."""
+    return os.environ.get("DAPX_BACKEND", "").strip().lower() == "dask"
+
+
+_DASK_BACKEND = None
+
+
+def _dask_backend():
+    """One dask backend for the session: ``DAPX_RANKS`` ranks (3), one per worker process."""
+    global _DASK_BACKEND
+    if _DASK_BACKEND is None:
+        from distributed import Client, LocalCluster
+
+        import dapx
+
+        nranks = int(os.environ.get("DAPX_RANKS", "3"))
+        cluster = LocalCluster(n_workers=nranks, threads_per_worker=1, dashboard_address=":0")
+        client = Client(cluster)
+        _DASK_BACKEND = dapx.dask_backend(client)
+    return _DASK_BACKEND
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dapx_backend" not in metafunc.fixturenames:
+        return
+    if uses_dask():
+        metafunc.parametrize("dapx_backend", ["dask"], indirect=True, ids=["dask"])
         return
     if metafunc.config.stash[_USES_MPI]:
         metafunc.parametrize("dapx_backend", ["mpi"], indirect=True, ids=["mpi"])
@@ -119,7 +145,10 @@ def dapx_backend(request: pytest.FixtureRequest) -> Iterator:
     mpiexec; current for the test."""
     import dapx
 
-    backend = dapx.mpi() if request.param == "mpi" else dapx.simulated(request.param)
+    if request.param == "dask":
+        backend = _dask_backend()
+    else:
+        backend = dapx.mpi() if request.param == "mpi" else dapx.simulated(request.param)
     with dapx.use_backend(backend):
         yield backend
 

@@ -116,6 +116,9 @@ class Generator:
 
     __slots__ = ("_calls", "_entropy", "_spawn_key")
 
+    #: A call on a backend whose ranks live elsewhere (dask) brings the state back.
+    _dapx_stateful = True
+
     def __init__(self, seed: Any = None):
         if isinstance(seed, (np.random.Generator, np.random.BitGenerator)):
             raise TypeError(

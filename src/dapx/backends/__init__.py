@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import threading
 from collections.abc import Callable, Iterator
 
 from .base import Backend
@@ -19,6 +20,7 @@ __all__ = [
     "Backend",
     "SimulatedBackend",
     "available_backends",
+    "dask_backend",
     "default_backend",
     "get_backend",
     "mpi_backend",
@@ -30,6 +32,8 @@ __all__ = [
 
 _REGISTRY: dict[str, Callable[[], bool]] = {}
 _current: Backend | None = None
+#: Per thread: the backend of the rank a dask actor's step runs for (see `dapx.backends.dask`).
+_thread_state = threading.local()
 
 
 def register_backend(name: str, probe: Callable[[], bool]) -> None:
@@ -64,16 +68,29 @@ def mpi_backend(comm=None) -> Backend:
     return _mpi(comm)
 
 
+def dask_backend(client=None, nranks: int | None = None) -> Backend:
+    """The dask backend: ranks on dask.distributed workers; imports distributed now.
+
+    See `dapx.backends.dask.DaskBackend`.
+    """
+    from .dask import dask_backend as _dask_backend
+
+    return _dask_backend(client, nranks)
+
+
 def default_backend() -> Backend:
     """The backend used when none is given.
 
-    ``DAPX_BACKEND=mpi|simulated`` decides when set. Otherwise MPI when the
-    process runs under mpiexec with more than one process and mpi4py is
-    installed, else the simulated backend with ``DAPX_RANKS`` ranks (4).
+    ``DAPX_BACKEND=mpi|simulated|dask`` decides when set (dask: a new
+    LocalCluster). Otherwise MPI when the process runs under mpiexec with
+    more than one process and mpi4py is installed, else the simulated
+    backend with ``DAPX_RANKS`` ranks (4).
     """
     choice = os.environ.get("DAPX_BACKEND", "").strip().lower()
-    if choice not in ("", "mpi", "simulated"):
-        raise ValueError(f"DAPX_BACKEND must be 'mpi' or 'simulated', got {choice!r}")
+    if choice not in ("", "mpi", "simulated", "dask"):
+        raise ValueError(f"DAPX_BACKEND must be 'mpi', 'simulated' or 'dask', got {choice!r}")
+    if choice == "dask":
+        return dask_backend()
     if choice == "mpi" or (not choice and _mpi_world_size() > 1 and _installed("mpi4py")):
         return mpi_backend()
     return simulated()
@@ -82,6 +99,9 @@ def default_backend() -> Backend:
 def get_backend() -> Backend:
     """The current backend: the one set by `set_backend`, else `default_backend()`."""
     global _current
+    rank_backend = getattr(_thread_state, "backend", None)
+    if rank_backend is not None:
+        return rank_backend
     if _current is None:
         _current = default_backend()
     return _current
@@ -110,3 +130,4 @@ def use_backend(backend: Backend) -> Iterator[Backend]:
 
 register_backend("simulated", lambda: True)
 register_backend("mpi", lambda: _installed("mpi4py"))
+register_backend("dask", lambda: _installed("distributed"))
