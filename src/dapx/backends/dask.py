@@ -158,7 +158,8 @@ class RankActor:
         self._worker = get_worker()
         self._thread = concurrent.futures.ThreadPoolExecutor(1, f"dapx-rank-{rank}")
         self._mail: dict[tuple, Any] = {}
-        self._failed: dict[int, tuple[int, str]] = {}
+        # step -> {rank that left the step: (rank whose own error started it, its message)}
+        self._failed: dict[int, dict[int, tuple[int, str]]] = {}
         self._arrived = threading.Condition()
         self._store: dict[int, Any] = {}
         self._peers: list = []
@@ -206,9 +207,9 @@ class RankActor:
             self._mail[(key, src)] = payload
             self._arrived.notify_all()
 
-    async def fail(self, step: int, rank: int, message: str) -> None:
+    async def fail(self, step: int, rank: int, origin: int, message: str) -> None:
         with self._arrived:
-            self._failed.setdefault(step, (rank, message))
+            self._failed.setdefault(step, {})[rank] = (origin, message)
             self._arrived.notify_all()
 
     # -- used by RankBackend, on the step thread ------------------------------------------------
@@ -226,14 +227,17 @@ class RankActor:
     def receive(self, key: tuple, src: int, step: int):
         with self._arrived:
             while (key, src) not in self._mail:
-                if step in self._failed:
-                    raise _StepFailed(*self._failed[step])
+                # Only a source that left the step will not send; others send or leave too.
+                gone = self._failed.get(step, {})
+                if src in gone:
+                    raise _StepFailed(*gone[src])
                 self._arrived.wait()
             return self._mail.pop((key, src))
 
-    def _tell_others(self, step: int, message: str) -> None:
-        calls = [asyncio.run_coroutine_threadsafe(_awaited(p.fail(step, self.rank, message)),
-                                                  self._loop)
+    def _tell_others(self, step: int, origin: int, message: str) -> None:
+        """Tell every other rank that this one leaves `step` (after `origin`'s error)."""
+        calls = [asyncio.run_coroutine_threadsafe(
+                     _awaited(p.fail(step, self.rank, origin, message)), self._loop)
                  for r, p in enumerate(self._peers) if r != self.rank]  # fmt: skip
         for c in calls:
             c.result()
@@ -266,12 +270,15 @@ class RankActor:
             states = [_state_of(o) for o in stateful]  # e.g. a generator's call count
             exported = _walk(value, functools.partial(self._export, inputs, ids))
             return ("ok", exported, raised, states)
-        except _StepFailed as e:
+        except _StepFailed as e:  # a rank this one waited for left the step
+            self._tell_others(step, e.args[0], e.args[1])
             return ("other", e.args[0], e.args[1])
         except RankError as e:
+            self._tell_others(step, e.rank, e.original)
             return ("other", e.rank, e.original)
         except Exception as e:  # this rank's own failure: the others must not wait for it
-            self._tell_others(step, f"{type(e).__name__}: {e}")
+            message = f"{type(e).__name__}: {e}"
+            self._tell_others(step, self.rank, message)
             return ("failed", self.rank, e)
         finally:
             _thread_state.backend = None
