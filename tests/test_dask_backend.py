@@ -166,6 +166,13 @@ def test_jacobi_with_map_overlap_equals_numpy(dask):
     np.testing.assert_array_equal(u.interior.gather(), p[1:-1, 1:-1])
 
 
+def test_the_demo_solver_refuses_a_client_without_ranks(dask):
+    from dapx.demo import solve
+
+    with pytest.raises(ValueError, match="holds none"):
+        solve(8, 2, backend=dask)
+
+
 def test_a_failure_on_one_rank_reaches_every_rank(dask):
     a = dapx.arange(12.0, backend=dask)
     first_of_rank_1 = float(a.distribution.maps[0].bounds[1]) - 1  # with its ghost cell

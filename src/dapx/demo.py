@@ -108,6 +108,13 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     backend = dapx.get_backend() if backend is None else backend
+    if not backend.local_ranks:
+        # Note: the solver writes the wall into edge ghost cells and runs its kernel on this
+        # process's blocks; a client that holds no rank (dask) would compute nothing.
+        raise ValueError(
+            f"the demo solver runs on the blocks this process holds, and {backend!r} holds none: "
+            "run it on the simulated or MPI backend (on dask, step with dapx.map_overlap)"
+        )
     u, v = _initial(n, backend), _initial(n, backend)
     ranks = backend.local_ranks
     bar = None
