@@ -9,7 +9,6 @@ indexing, manipulation, ...) and reaches blocks only through the backend.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -216,13 +215,8 @@ class DistributedArray(NDArrayOperatorsMixin):
 
     @collective
     def __array_function__(self, func, types, args, kwargs):
-        impl = HANDLED_FUNCTIONS.get(func)
-        if impl is None:
-            return NotImplemented
-        for t in types:
-            if not (issubclass(t, (DistributedArray, np.ndarray)) or t in _SCALAR_TYPES):
-                return NotImplemented
-        return impl(*args, **kwargs)
+        impl = _implementation(func, types)
+        return NotImplemented if impl is None else impl(*args, **kwargs)
 
     # -- indexing (implemented in indexing.py) ----------------------------------------------
     # Arrays with a halo are indexed through their interior (the halo is not their value).
@@ -475,20 +469,6 @@ class DistributedArray(NDArrayOperatorsMixin):
     def _new(self, dist: Distribution, locals_: Mapping[int, np.ndarray], dtype=None):
         return DistributedArray(dist, locals_, self._backend, dtype)
 
-    def _is_temporary(self, refcount: int) -> bool:
-        """Whether this array and its local buffers are referenced only by the caller.
-
-        Lets binary operators write into a temporary instead of allocating
-        (NumPy's temporary elision, which a wrapper otherwise loses).
-        """
-        if sys.getrefcount(self) > refcount:
-            return False
-        for block in self._locals.values():
-            # The dict entry and getrefcount's argument; anything more is a user's view.
-            if block.base is not None or not block.flags.writeable or sys.getrefcount(block) > 2:
-                return False
-        return True
-
     # -- interop: __partitioned__ and dask (implemented in partitioned.py) ----------------------
     @property
     def __partitioned__(self) -> dict:
@@ -513,5 +493,16 @@ class DistributedArray(NDArrayOperatorsMixin):
 
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic)
+
+
+def _implementation(func, types):
+    """dapx's implementation of NumPy function `func`, or None (NEP 18: others may have one)."""
+    impl = HANDLED_FUNCTIONS.get(func)
+    if impl is None:
+        return None
+    for t in types:
+        if not (issubclass(t, (DistributedArray, np.ndarray)) or t in _SCALAR_TYPES):
+            return None
+    return impl
 
 install_eliding_operators(DistributedArray)

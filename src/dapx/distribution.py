@@ -408,18 +408,32 @@ def _per_dim_padding(padding, ndim):
     return padding
 
 
+def by_axis(entries: Mapping, ndim: int, what: str) -> dict[int, Any]:
+    """`entries` keyed by axis (negatives count from the end), checked, as ``{axis: value}``.
+
+    Halos, boundary conditions and overlap depths may all be given this way.
+
+    >>> by_axis({-1: 2, 0: 1}, 3, "halo")
+    {2: 2, 0: 1}
+    """
+    out = {}
+    for axis, value in entries.items():
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{what} dict keys must be axes (ints), got {axis!r}")
+        if not -ndim <= axis < ndim:
+            raise ValueError(f"{what} names axis {axis}, out of range for {ndim} dimensions")
+        out[int(axis) % ndim] = value
+    return out
+
+
 def _per_dim_halo(halo, ndim):
     """A halo is one int, one int or (lo, hi) per dimension, or a dict by axis."""
     if halo is None:
         return [None] * ndim
     if isinstance(halo, Mapping):
         out = [None] * ndim
-        for axis, width in halo.items():
-            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-                raise TypeError(f"halo dict keys must be axes (ints), got {axis!r}")
-            if not -ndim <= axis < ndim:
-                raise ValueError(f"halo names axis {axis}, out of range for {ndim} dimensions")
-            out[int(axis) % ndim] = width
+        for axis, width in by_axis(halo, ndim, "halo").items():
+            out[axis] = width
         return out
     if isinstance(halo, (int, np.integer)) and not isinstance(halo, bool):
         return [halo] * ndim

@@ -75,7 +75,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .backends.base import Cartesian
-from .distribution import Distribution
+from .distribution import Distribution, by_axis
 from .errors import DAPError
 from .guard import collective
 from .maps import BlockMap, Map
@@ -145,13 +145,9 @@ def boundary_kinds(boundary, dist: Distribution) -> tuple[tuple[str, ...], tuple
     explicit = [False] * ndim
     if isinstance(boundary, Mapping):
         specs = [None] * ndim
-        for axis, spec in boundary.items():
-            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-                raise TypeError(f"boundary dict keys must be axes (ints), got {axis!r}")
-            if not -ndim <= axis < ndim:
-                raise ValueError(f"boundary names axis {axis}, out of range for {ndim} dimensions")
-            specs[int(axis) % ndim] = spec
-            explicit[int(axis) % ndim] = True
+        for axis, spec in by_axis(boundary, ndim, "boundary").items():
+            specs[axis] = spec
+            explicit[axis] = True
     else:
         specs = [boundary] * ndim
     kinds, values = [], []
@@ -506,12 +502,8 @@ def _depths(depth, ndim: int) -> list[tuple[int, int]]:
         entries = [0] * ndim
     elif isinstance(depth, Mapping):
         entries = [0] * ndim
-        for axis, d in depth.items():
-            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-                raise TypeError(f"depth dict keys must be axes (ints), got {axis!r}")
-            if not -ndim <= axis < ndim:
-                raise ValueError(f"depth names axis {axis}, out of range for {ndim} dimensions")
-            entries[int(axis) % ndim] = d
+        for axis, d in by_axis(depth, ndim, "depth").items():
+            entries[axis] = d
     elif isinstance(depth, (int, np.integer)) and not isinstance(depth, bool):
         entries = [depth] * ndim
     elif isinstance(depth, (tuple, list)):

@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .array import SCALAR, DistributedArray
-from .backends import Backend, get_backend
+from .backends import Backend
+from .creation import _backend
 from .distribution import Distribution
 from .errors import DAPError
 from .grid import ProcessGrid
@@ -378,14 +379,6 @@ def check_partitioned(desc: Any) -> _Layout:
 # -- import -----------------------------------------------------------------------------------
 
 
-def _backend(backend: Backend | None) -> Backend:
-    if backend is None:
-        return get_backend()
-    if not isinstance(backend, Backend):
-        raise TypeError(f"backend must be a dapx backend, got {backend!r}")
-    return backend
-
-
 def _description(obj: Any) -> Mapping:
     if isinstance(obj, Mapping):
         return obj
@@ -680,14 +673,13 @@ def to_dask(a: DistributedArray):
     import dask.array as da
 
     backend = a.backend
-    remote = getattr(a, "_remote_id", None) is not None  # the dask backend: futures
-    if not remote and len(backend.local_ranks) != backend.nranks:
+    desc = a.__partitioned__  # NumPy blocks of this process, or futures (dask backend)
+    if any(info["data"] is None for info in desc["partitions"].values()):
         raise ValueError(
             f"to_dask builds one dask graph from every block, but this process holds only "
             f"ranks {list(backend.local_ranks)} of {backend.nranks} ({type(backend).__name__}): "
             "gather explicitly (a.gather()) or use a backend whose blocks dask can reach"
         )
-    desc = a.__partitioned__ if remote else partitioned(a)
     name = f"dapx-{uuid.uuid4().hex}"
     tiling = desc["partition_tiling"]
     graph = {(name, *pos): info["data"] for pos, info in desc["partitions"].items()}

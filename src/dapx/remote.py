@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import DistributedArray
+from .array import DistributedArray, _implementation
 
 __all__ = ["RemoteArray", "copy_back", "holds_ndarray"]
 
@@ -42,6 +42,8 @@ class RemoteArray(DistributedArray):
         return result
 
     def __array_function__(self, func, types, args, kwargs):
+        if _implementation(func, types) is None:
+            return NotImplemented  # as a DistributedArray: unknown functions and foreign types
         return self._backend.call(func, args, kwargs)
 
     def __getitem__(self, key):
@@ -67,9 +69,6 @@ class RemoteArray(DistributedArray):
 
     def __deepcopy__(self, memo):
         return self.copy()
-
-    def _is_temporary(self, refcount: int) -> bool:
-        return False  # the blocks are the ranks' to judge; never write into a handle's array
 
     def __repr__(self) -> str:
         from . import display

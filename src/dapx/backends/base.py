@@ -109,6 +109,17 @@ class Backend(ABC):
         """
         return exc
 
+    def call(self, func: Callable, args=(), kwargs=None) -> Any:
+        """Run a public dapx call on ranks held by other processes (see `dapx.guard`).
+
+        Only a backend whose process holds no rank (``local_ranks == ()``, the
+        dask client) needs it: `collective` ships such calls here instead of
+        running the array logic locally.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} holds no rank in this process and cannot ship calls"
+        )
+
     def set_operation(self, description):
         """Record the dapx operation in progress (for debugging checks); return the old one."""
         return None
