@@ -12,18 +12,20 @@ Targets (issue 5), on a 4096 x 4096 float64 grid, 50 iterations:
 
 Every variant applies the same kernel (`dapx.demo.jacobi_kernel`) to the same
 problem and the results are checked against NumPy. Times are medians of
-interleaved rounds.
+interleaved rounds; the MPI runs (one ``mpiexec`` per round, warmed up before
+timing) alternate with the dask runs, and the speed-up is the median of the
+per-round ratios.
 
-The simulated part also runs the bare kernel on the blocks of the default
-2 x 2 grid without dapx (``numpy on 2x2 blocks``), which separates dapx's own
-cost (halo updates, per-rank dispatch) from the effect of the decomposition:
-with its default ufunc buffer of 8192 elements, NumPy (2.3+) copies the rows
-of a non-contiguous 2-D operand into its buffer whenever a few rows fit in
-it, so the kernel's slices of blocks with rows of <= 2048 elements (the 2 x 2
-blocks of 4096 x 4096) run about 2x slower per element than those of one
-4098-wide array. A 4 x 1 grid (row slabs) keeps full-length rows, and a
-second table runs NumPy and dapx on 2 x 2 with ``np.setbufsize(--bufsize)``
-(default 2048), where neither copies.
+The simulated part runs dapx on its default grid (4 x 1 row slabs for
+4096 x 4096: `dapx.default_grid` keeps the contiguous axis whole) and on an
+explicit 2 x 2 grid, next to the bare kernel on the 2 x 2 blocks without dapx
+(``numpy on 2x2 blocks``), which separates dapx's own cost (halo updates,
+per-rank dispatch) from the decomposition's: with its default ufunc buffer of
+8192 elements, NumPy (2.3+) copies the rows of a strided 2-D operand through
+the buffer whenever three of them fit (rows of <= 2730 float64), so the
+kernel's slices of 2 x 2 blocks (rows of 2048) run about 2x slower per
+element than those of whole rows. A second table runs NumPy and dapx on 2 x 2
+with ``np.setbufsize(--bufsize)`` (default 2048), where neither copies.
 """
 
 from __future__ import annotations
@@ -131,15 +133,16 @@ def simulated_part(n: int, iterations: int, rounds: int, bufsize: int) -> dict:
     variants = {
         "numpy": variant("numpy", lambda: numpy_jacobi(n, iterations)),
         "dapx": variant("dapx", lambda: dapx_jacobi(n, iterations, backend)),
-        "slabs": variant("slabs", lambda: dapx_jacobi(n, iterations, backend, grid=(4, 1))),
+        "2x2": variant("2x2", lambda: dapx_jacobi(n, iterations, backend, grid=(2, 2))),
         "blocks": lambda: blocks_jacobi(n, iterations),
     }
-    for key in ("numpy", "dapx"):  # the same two with a smaller NumPy buffer, interleaved
+    for key in ("numpy", "2x2"):  # the same two with a smaller NumPy buffer, interleaved
         variants[f"{key}-buf"] = _with_bufsize(bufsize, variants[key])
     med = _median_times(variants, rounds)
     expected = state["numpy"][1:-1, 1:-1]
-    same = all(np.array_equal(state[k].interior.gather(), expected) for k in ("dapx", "slabs"))
-    return {**med, "same": bool(same)}
+    same = all(np.array_equal(state[k].interior.gather(), expected) for k in ("dapx", "2x2"))
+    grid = state["dapx"].distribution.grid_shape
+    return {**med, "same": bool(same), "grid": grid}
 
 
 # -- under mpiexec -n 2: dapx on MPI and a hand-written Sendrecv code ----------------------------
@@ -183,6 +186,7 @@ def mpi_part(n: int, iterations: int, rounds: int) -> None:
         t, state["dapx"] = dapx_jacobi(n, iterations, backend)
         return comm.allreduce(t, op=MPI.MAX)
 
+    sendrecv_jacobi(n, 2, comm), dapx_jacobi(n, 2, backend)  # warm up: plans, communicators
     med = _median_times({"sendrecv": run_sendrecv, "dapx": run_dapx}, rounds)
     mine = state["dapx"].interior.local()
     same = comm.allreduce(bool(np.array_equal(mine, state["sendrecv"])), op=MPI.LAND)
@@ -203,16 +207,17 @@ def dask_part(n: int, iterations: int, rounds: int, chunks: tuple[int, int]) -> 
         jacobi_kernel(block, out)
         return out
 
-    def run():
+    def run(iterations=iterations):
         x = da.zeros((n, n), chunks=chunks).persist()
         t0 = time.perf_counter()
         for _ in range(iterations):
             x = x.map_overlap(step, depth=1, boundary=0).persist()
-        elapsed = time.perf_counter() - t0
-        run.result = x
-        return elapsed
+        return time.perf_counter() - t0
 
     with dask.config.set(scheduler="threads", num_workers=2):
+        if rounds == 0:  # warm-up only
+            run(2)
+            return {}
         med = _median_times({"dask": run}, rounds)
     # Same kernel, cold walls everywhere: check against NumPy on a few iterations.
     small = da.from_array(np.random.default_rng(0).random((40, 40)), chunks=(20, 40))
@@ -249,38 +254,54 @@ def main() -> int:
         print(f"\n4 simulated ranks vs one NumPy array (target <= 1.30x), same result: {s['same']}")
         print(f"NumPy's ufunc buffer {np.getbufsize()} elements (its default):")
         print(f"  numpy slicing stencil        {s['numpy']:8.3f} s")
-        rows = [("dapx", "dapx, grid 2 x 2 + halos"), ("slabs", "dapx, grid 4 x 1 + halos"),
+        default = " x ".join(map(str, s["grid"]))
+        rows = [("dapx", f"dapx, default grid {default}"), ("2x2", "dapx, grid 2 x 2"),
                 ("blocks", "numpy on 2x2 blocks, no dapx")]  # fmt: skip
         for key, label in rows:
             print(f"  {label:<28} {s[key]:8.3f} s   {s[key] / s['numpy']:5.2f}x")
-        print(f"  dapx's own cost on 2 x 2: {s['dapx'] / s['blocks']:.2f}x the bare kernels")
+        print(f"  dapx's own cost on 2 x 2: {s['2x2'] / s['blocks']:.2f}x the bare kernels")
         print(f"np.setbufsize({args.bufsize}) for both:")
         print(f"  numpy slicing stencil        {s['numpy-buf']:8.3f} s")
-        ratio = s["dapx-buf"] / s["numpy-buf"]
-        print(f"  dapx, grid 2 x 2 + halos     {s['dapx-buf']:8.3f} s   {ratio:5.2f}x")
-    mpi = None
-    if args.part in ("all", "mpi"):
-        mpiexec = Path(sys.executable).parent / "mpiexec"
-        env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
-        cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", sys.executable,
-               __file__, "--part", "mpi", "--size", str(n), "--iterations", str(it),
-               "--rounds", str(rounds)]  # fmt: skip
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
-        mpi = json.loads(out.strip().splitlines()[-1])
-        ratio = mpi["dapx"] / mpi["sendrecv"]
-        print(f"\nmpiexec -n 2, grid {tuple(mpi['grid'])} (target <= 1.15x), "
-              f"same result: {mpi['same']}")  # fmt: skip
+        ratio = s["2x2-buf"] / s["numpy-buf"]
+        print(f"  dapx, grid 2 x 2             {s['2x2-buf']:8.3f} s   {ratio:5.2f}x")
+    chunks = ((n + 1) // 2, n)  # the decomposition of the 2 MPI ranks
+    runs: dict[str, list] = {"mpi": [], "dask": []}
+    if args.part in ("all", "dask"):
+        dask_part(n, it, 0, chunks)
+    for _ in range(rounds):  # one MPI run, then one dask run, so both see the same machine
+        if args.part in ("all", "mpi"):
+            runs["mpi"].append(_mpi_run(n, it))
+        if args.part in ("all", "dask"):
+            runs["dask"].append(dask_part(n, it, 1, chunks))
+    if runs["mpi"]:
+        mpi = {k: statistics.median(r[k] for r in runs["mpi"]) for k in ("sendrecv", "dapx")}
+        same = all(r["same"] for r in runs["mpi"])
+        ratio = statistics.median(r["dapx"] / r["sendrecv"] for r in runs["mpi"])
+        print(f"\nmpiexec -n 2, grid {tuple(runs['mpi'][0]['grid'])} (target <= 1.15x), "
+              f"same result: {same}")  # fmt: skip
         print(f"  mpi4py Sendrecv              {mpi['sendrecv']:8.3f} s")
         print(f"  dapx update_halos            {mpi['dapx']:8.3f} s   {ratio:5.2f}x")
-    if args.part in ("all", "dask"):
-        chunks = ((n + 1) // 2, n)  # the decomposition of the 2 MPI ranks
-        d = dask_part(n, it, rounds, chunks)
-        print(f"\ndask.array map_overlap, chunks {chunks}, 2 threads, same kernel: {d['same']}")
-        print(f"  dask                         {d['dask']:8.3f} s")
-        if mpi is not None:
-            speedup = d["dask"] / mpi["dapx"]
-            print(f"  dapx on 2 MPI ranks is {speedup:.1f}x faster (target >= 3x)")
+    if runs["dask"]:
+        chunks_text = f"chunks {chunks}, 2 threads, same kernel"
+        print(f"\ndask.array map_overlap, {chunks_text}: {all(r['same'] for r in runs['dask'])}")
+        dask_time = statistics.median(r["dask"] for r in runs["dask"])
+        print(f"  dask                         {dask_time:8.3f} s")
+        if runs["mpi"]:
+            speedups = [d["dask"] / m["dapx"] for d, m in zip(runs["dask"], runs["mpi"])]
+            print(f"  dapx on 2 MPI ranks is {statistics.median(speedups):.1f}x faster "
+                  f"(target >= 3x; rounds: {', '.join(f'{x:.1f}' for x in speedups)})")  # fmt: skip
     return 0
+
+
+def _mpi_run(n: int, iterations: int) -> dict:
+    """One timed round of the MPI part, in its own ``mpiexec -n 2``."""
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
+    cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", sys.executable,
+           __file__, "--part", "mpi", "--size", str(n), "--iterations", str(iterations),
+           "--rounds", "1"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -242,7 +242,7 @@ def test_repr_html_colours_each_rank(backend):
 
 
 def test_repr_inline():
-    a = dapx.zeros((4, 4), np.float32, backend=dapx.simulated(4), dist=("b", "c"))
+    a = dapx.zeros((4, 4), np.float32, backend=dapx.simulated(4), dist=("b", "c"), grid=(2, 2))
     text = a._repr_inline_(100)
     assert text == "dapx float32 dist=(b, c) grid=(2, 2)"
     short = a._repr_inline_(12)

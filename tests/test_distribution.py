@@ -205,7 +205,9 @@ def test_create_kinds():
     assert d.maps[0] == BlockMap(18, nprocs=2, padding=[(1, 1), (1, 1)])
     d = Distribution.create(12, grid=(None,), nranks=3, padding=[(2, 2)], periodic=True)
     assert d.maps[0] == BlockMap(12, nprocs=3, padding=[(2, 2)] * 3, periodic=True)
-    assert Distribution.create((6, 6), nranks=4).grid_shape == (2, 2)
+    assert Distribution.create((6, 6), nranks=4).grid_shape == (4, 1)  # rows stay whole
+    assert Distribution.create((3, 6), nranks=4).grid_shape == (2, 2)  # 3 rows, 4 ranks
+    assert Distribution.create((8, 6), nranks=4, halo=3).grid_shape == (2, 2)  # 2 < halo
 
 
 @pytest.mark.parametrize(

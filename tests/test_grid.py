@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dapx.grid import ProcessGrid, dims_create
+from dapx.grid import ProcessGrid, default_grid, dims_create
 from tests._strategies import SETTINGS
 
 grid_shapes = st.lists(st.integers(1, 5), min_size=0, max_size=4).map(tuple)
@@ -303,3 +303,56 @@ def test_dims_create_errors(n, dims, exc):
 def test_dims_create_zero_dims():
     assert dims_create(1, 0) == ()
     assert dims_create(1, ()) == ()
+
+
+# -- default_grid: balanced over the leading axes, the contiguous one kept whole ----------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "n", "dims", "min_extent", "expected"),
+    [
+        ((4096, 4096), 4, None, None, (4, 1)),
+        ((4096, 4096), 2, None, None, (2, 1)),
+        ((100,), 6, None, None, (6,)),
+        ((64, 64, 64), 8, None, None, (4, 2, 1)),
+        ((64, 64, 64), 12, None, None, (4, 3, 1)),
+        ((3, 1000), 4, None, None, (2, 2)),
+        ((1, 1000), 4, None, None, (1, 4)),
+        ((0, 5), 2, None, None, (1, 2)),
+        ((8, 8), 4, None, (3, 1), (2, 2)),
+        ((8, 8), 4, None, (2, 1), (4, 1)),
+        ((100, 100), 6, (0, 3), None, (2, 3)),
+        ((100, 100, 100), 6, (0, 0, 2), None, (3, 1, 2)),
+        ((100, 100), 4, (2, 2), None, (2, 2)),
+    ],
+)
+def test_default_grid_table(shape, n, dims, min_extent, expected):
+    assert default_grid(shape, n, dims, min_extent) == expected
+
+
+@SETTINGS
+@given(
+    st.integers(1, 48),
+    st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    st.integers(1, 3),
+)
+def test_default_grid_keeps_the_last_axis_whole_when_it_can(n, shape, width):
+    grid = default_grid(shape, n, min_extent=[width] * len(shape))
+    assert math.prod(grid) == n
+    last = grid[-1]
+    if len(shape) == 1:
+        assert grid == (n,)
+        return
+    # Fewer ranks on the last axis would leave a leading axis thinner than `width`:
+    for fewer in [k for k in range(1, last) if last % k == 0 and n % k == 0]:
+        outer = dims_create(n // fewer, len(shape) - 1)
+        assert any(g > 1 and s // g < width for g, s in zip(outer, shape[:-1]))
+    if last == 1:
+        assert grid[:-1] == dims_create(n, len(shape) - 1)
+
+
+def test_default_grid_errors():
+    with pytest.raises(ValueError, match="one entry per dimension"):
+        default_grid((4, 4), 4, dims=(0,))
+    with pytest.raises(ValueError, match="6"):
+        default_grid((4, 4), 6, dims=(4, 0))

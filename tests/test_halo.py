@@ -381,7 +381,9 @@ def test_distribution_create_halo_forms():
     d = Distribution.create((8, 6), grid=(2, 1), halo=1)
     assert d.global_shape == (8, 6) and d.local_shape(0) == (6, 8)
     assert d.has_halo and d.is_padded and "b+halo" in repr(d)
-    assert "dist=(b+halo1, b+halo1)" in repr(dapx.zeros((8, 6), halo=1, backend=dapx.simulated(4)))
+    assert "dist=(b+halo1, b+halo1)" in repr(
+        dapx.zeros((8, 6), halo=1, grid=(2, 2), backend=dapx.simulated(4))
+    )
     assert Distribution.create((8, 6), grid=(2, 1), halo=(1, 1)) == d
     assert Distribution.create((8, 6), grid=(2, 1), halo={0: 1, -1: (1, 1)}) == d
     assert Distribution.create((8, 6), grid=(2, 1), halo=[1, (1, 1)]) == d
@@ -687,11 +689,13 @@ def test_map_overlap_errors(backend):
 def test_demo_equals_the_numpy_solver(backend):
     from dapx.demo import numpy_solution, solve
 
-    u, residual = solve(20, 60, backend=backend)
     expected = numpy_solution(20, 60)
-    np.testing.assert_array_equal(u.interior.gather(), expected)
     before = numpy_solution(20, 59)
-    assert residual == np.max(np.abs(expected - before))
+    grids = [None] + [(p, backend.nranks // p) for p in (2, 3) if backend.nranks % p == 0]
+    for grid in grids:  # the default grid (row slabs) and 2-D grids with corners
+        u, residual = solve(20, 60, backend=backend, grid=grid)
+        np.testing.assert_array_equal(u.interior.gather(), expected)
+        assert residual == np.max(np.abs(expected - before))
 
 
 def test_demo_command(tmp_path, capsys):
@@ -704,8 +708,13 @@ def test_demo_command(tmp_path, capsys):
     for text in ("24 x 24", "3 simulated ranks", "process grid 3 x 1", "steps/s", "residual"):
         assert text in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with pytest.raises(SystemExit):
-        main(["demo", "--steps", "0"])
+    assert main(["demo", "--size", "24", "--steps", "30", "--ranks", "4", "--grid", "2x2",
+                 "--quiet", "--no-plot"]) == 0  # fmt: skip
+    assert "process grid 2 x 2" in capsys.readouterr().out
+    for bad in (["--steps", "0"], ["--grid", "2x3"], ["--grid", "two"], ["--grid", "0x4"]):
+        with pytest.raises(SystemExit):
+            main(["demo", "--quiet", "--no-plot", *bad])
+    assert "does not have 4 ranks" in capsys.readouterr().err
 
 
 def test_dap_padding_arrays_get_their_communication_padding_filled():

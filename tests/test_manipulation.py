@@ -325,7 +325,8 @@ def test_pad_of_block_axes_keeps_the_blocks_and_moves_only_edges(backend, mode, 
     data, so they make no collective call; wrap moves at most the edges.
     """
     x = data((12, 10))
-    a = dapx.asarray(x, backend=backend)
+    # Both axes split, with edge blocks wide enough for every mode's edge rows:
+    a = dapx.asarray(x, grid=dapx.dims_create(backend.nranks, 2), backend=backend)
     width, kwargs = ((2, 1), (1, 3)), PAD_MODES[mode]
     moved = []
     alltoallv = type(backend).alltoallv

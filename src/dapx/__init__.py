@@ -14,9 +14,9 @@ from .errors import DAPError
 
 __all__ += ["DAPError"]
 
-from .grid import ProcessGrid, dims_create
+from .grid import ProcessGrid, default_grid, dims_create
 
-__all__ += ["ProcessGrid", "dims_create"]
+__all__ += ["ProcessGrid", "default_grid", "dims_create"]
 
 from .maps import BlockMap, CyclicMap, Map, UnstructuredMap
 

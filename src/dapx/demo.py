@@ -38,10 +38,6 @@ def boundary_values(x: np.ndarray, n: int) -> np.ndarray:
     return np.sin(np.pi * (x + 1) / (n + 1))
 
 
-#: NumPy ufunc buffer size (elements) while the solver's kernel runs.
-_KERNEL_BUFSIZE = 2048
-
-
 def jacobi_kernel(p: np.ndarray, q: np.ndarray) -> None:
     """``q[1:-1, 1:-1] = (north + south + west + east) / 4`` from `p`, with no temporaries.
 
@@ -59,11 +55,11 @@ def jacobi_kernel(p: np.ndarray, q: np.ndarray) -> None:
     out *= 0.25
 
 
-def _initial(n: int, backend):
+def _initial(n: int, backend, grid):
     """A zero field with a halo of 1 whose top edge ghost cells hold the wall temperature."""
     import dapx
 
-    u = dapx.zeros((n, n), halo=1, backend=backend)
+    u = dapx.zeros((n, n), halo=1, grid=grid, backend=backend)
     dist = u.distribution
     for r in backend.local_ranks:
         if dist.coords(r)[0] == 0:  # ranks along the top wall
@@ -73,7 +69,7 @@ def _initial(n: int, backend):
 
 
 def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
-          check_every: int = 0) -> tuple[Any, float]:  # fmt: skip
+          check_every: int = 0, grid=None) -> tuple[Any, float]:  # fmt: skip
     """Run `steps` Jacobi iterations on an ``n x n`` grid; return the field and the residual.
 
     Parameters
@@ -89,6 +85,8 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
     check_every : int
         When positive, show the residual on the progress bar every so many
         steps (a collective reduction each time).
+    grid : (int, int), optional
+        Process grid; default: dapx's (`dapx.grid.default_grid`).
 
     Returns
     -------
@@ -101,7 +99,9 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
     >>> import dapx
     >>> u, residual = solve(8, 50, backend=dapx.simulated(4))
     >>> u.shape, u.distribution.grid_shape, residual < 1e-2
-    ((8, 8), (2, 2), True)
+    ((8, 8), (4, 1), True)
+    >>> solve(8, 50, backend=dapx.simulated(4), grid=(2, 2))[0].distribution.grid_shape
+    (2, 2)
     """
     import dapx
 
@@ -115,7 +115,7 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
             f"the demo solver runs on the blocks this process holds, and {backend!r} holds none: "
             "run it on the simulated or MPI backend (on dask, step with dapx.map_overlap)"
         )
-    u, v = _initial(n, backend), _initial(n, backend)
+    u, v = _initial(n, backend, grid), _initial(n, backend, grid)
     ranks = backend.local_ranks
     bar = None
     if progress and 0 in ranks:
@@ -125,25 +125,17 @@ def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
             print("(install tqdm for a progress bar)", file=sys.stderr)
         else:
             bar = tqdm(total=steps, unit="step", file=sys.stderr, dynamic_ncols=True)
-    # NumPy's default ufunc buffer (8192 elements) makes it copy the rows of the
-    # kernel's 2-D slices into the buffer when rows are <= 2048 long (the blocks of a
-    # 4096-wide grid on a 2 x 2 process grid), at half speed; a 2048-element buffer
-    # does not, and changes no result (benchmarks/bench_halo.py measures both).
-    old_bufsize = np.setbufsize(_KERNEL_BUFSIZE)
-    try:
-        for step in range(1, steps + 1):
-            u.update_halos()  # boundary "none": the wall values in the edge ghost cells stay
-            for r in ranks:
-                jacobi_kernel(u.local_with_halo(r), v.local_with_halo(r))
-            u, v = v, u
-            if check_every > 0 and step % check_every == 0 and step < steps:
-                change = float(np.max(np.abs(u.interior - v.interior)))
-                if bar is not None:
-                    bar.set_postfix(residual=f"{change:.2e}", refresh=False)
+    for step in range(1, steps + 1):
+        u.update_halos()  # boundary "none": the wall values in the edge ghost cells stay
+        for r in ranks:
+            jacobi_kernel(u.local_with_halo(r), v.local_with_halo(r))
+        u, v = v, u
+        if check_every > 0 and step % check_every == 0 and step < steps:
+            change = float(np.max(np.abs(u.interior - v.interior)))
             if bar is not None:
-                bar.update(1)
-    finally:
-        np.setbufsize(old_bufsize)
+                bar.set_postfix(residual=f"{change:.2e}", refresh=False)
+        if bar is not None:
+            bar.update(1)
     if bar is not None:
         bar.close()
     residual = float(np.max(np.abs(u.interior - v.interior)))
@@ -190,6 +182,16 @@ def _picture(field: np.ndarray, dist, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _grid_arg(text: str) -> tuple[int, int]:
+    try:
+        rows, cols = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 2x2, got {text!r}") from None
+    if rows < 1 or cols < 1:
+        raise argparse.ArgumentTypeError(f"grid sizes must be positive, got {text!r}")
+    return rows, cols
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m dapx demo``."""
     import dapx
@@ -199,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=5000, help="Jacobi iterations (5000)")
     parser.add_argument("--ranks", type=int, default=4,
                         help="simulated ranks when not under mpiexec (4)")  # fmt: skip
+    parser.add_argument("--grid", type=_grid_arg, default=None,
+                        help="process grid ROWSxCOLS, e.g. 2x2 (default: dapx's)")  # fmt: skip
     parser.add_argument("--output", default="dapx-demo.png", help="PNG of the final field")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -217,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     root = 0 in backend.local_ranks
     n = args.size
     start = time.perf_counter()
+    if args.grid is not None and args.grid[0] * args.grid[1] != backend.nranks:
+        parser.error(f"--grid {args.grid[0]}x{args.grid[1]} does not have {backend.nranks} ranks")
     u, residual = solve(n, args.steps, backend, progress=root and not args.quiet,
-                        check_every=max(1, args.steps // 20))  # fmt: skip
+                        check_every=max(1, args.steps // 20), grid=args.grid)  # fmt: skip
     backend.barrier()
     elapsed = time.perf_counter() - start
     dist = u.distribution

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DAPError, dap_error
-from .grid import ProcessGrid, dims_create
+from .grid import ProcessGrid, default_grid
 from .maps import BlockMap, CyclicMap, Map, UnstructuredMap, even_bounds, map_from_dim_dicts
 from .protocol import check_sequence_of_distbuffers, dim_dicts_equal, validate_distbuffer
 
@@ -112,7 +112,9 @@ class Distribution:
             on every dimension.
         grid : sequence of int or None, optional
             Processes per dimension; 0 or None entries are filled by
-            `dapx.grid.dims_create`. Undistributed dimensions get 1.
+            `dapx.grid.default_grid` (balanced over the leading dimensions, the
+            last one split only when they cannot hold every rank).
+            Undistributed dimensions get 1.
         nranks : int, optional
             Number of processes when `grid` leaves entries free. Default: the
             ``DAPX_RANKS`` environment variable, or 4.
@@ -175,7 +177,7 @@ class Distribution:
             _parse_spec(s, i, block_sizes[i], paddings[i], periodics[i], halos[i])
             for i, s in enumerate(specs)
         ]
-        grid_shape = _resolve_grid(parsed, grid, nranks, ndim)
+        grid_shape = _resolve_grid(parsed, grid, nranks, shape)
         maps = tuple(
             _build_map(p, int(shape[i]), grid_shape[i], i) for i, p in enumerate(parsed)
         )
@@ -510,7 +512,8 @@ def _has_padding(p):
     return p is not None and np.any(np.asarray(p) != 0)
 
 
-def _resolve_grid(parsed, grid, nranks, ndim):
+def _resolve_grid(parsed, grid, nranks, shape):
+    ndim = len(shape)
     fixed = []
     for kind, options in parsed:
         if kind == "n":
@@ -540,7 +543,8 @@ def _resolve_grid(parsed, grid, nranks, ndim):
         return tuple(dims)
     if nranks is None:
         nranks = int(os.environ.get("DAPX_RANKS", "4"))
-    return dims_create(nranks, dims)
+    halo_widths = [max(options.get("halo") or (1,)) for _, options in parsed]
+    return default_grid(shape, nranks, dims, min_extent=halo_widths)
 
 
 def _build_map(parsed, size, nprocs, dim):

@@ -13,7 +13,7 @@ from itertools import product
 
 import numpy as np
 
-__all__ = ["ProcessGrid", "dims_create"]
+__all__ = ["ProcessGrid", "default_grid", "dims_create"]
 
 
 class ProcessGrid:
@@ -195,6 +195,72 @@ def dims_create(nranks: int, dims: int | Sequence[int | None]) -> tuple[int, ...
     for i, f in zip(free, _balanced_factors(remaining, len(free))):
         dims[i] = f
     return tuple(dims)
+
+
+def default_grid(
+    shape: Sequence[int],
+    nranks: int,
+    dims: Sequence[int | None] | None = None,
+    min_extent: Sequence[int] | None = None,
+) -> tuple[int, ...]:
+    """The process grid dapx picks for an array of `shape` when none is given.
+
+    Every free dimension but the last is filled as `dims_create` would (as
+    balanced as possible); the last free dimension, the one contiguous in
+    memory, takes ranks only when the others cannot hold them all with at
+    least `min_extent` elements per rank. This is mpi4py-fft's slab/pencil
+    default, and it matters for NumPy: with a 2-D block of short rows every
+    stencil slice is a strided 2-D operand, and NumPy 2.3+ copies the rows of
+    such operands through its ufunc buffer once three of them fit in it
+    (rows of up to 2,730 float64 by default), which about halves a kernel's
+    speed. Whole rows also make the halo faces along the split axes
+    contiguous messages.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Global shape of the array.
+    nranks : int
+        Number of processes.
+    dims : sequence of int or None, optional
+        One entry per dimension: a positive int fixes that dimension, 0 or
+        None leaves it free (default: all free).
+    min_extent : sequence of int, optional
+        The fewest elements a rank should hold along each dimension (e.g. the
+        halo width), default 1.
+
+    Returns
+    -------
+    tuple of int
+
+    Examples
+    --------
+    >>> default_grid((4096, 4096), 4)
+    (4, 1)
+    >>> default_grid((64, 64, 64), 8)
+    (4, 2, 1)
+    >>> default_grid((3, 1000), 4)  # three rows cannot take four ranks
+    (2, 2)
+    >>> default_grid((8, 8), 4, min_extent=(3, 1))  # blocks of 2 rows are thinner than the halo
+    (2, 2)
+    >>> default_grid((100, 100), 6, dims=(0, 3))
+    (2, 3)
+    """
+    shape = tuple(int(n) for n in shape)
+    dims = [0] * len(shape) if dims is None else [0 if d is None else d for d in dims]
+    if len(dims) != len(shape):
+        raise ValueError(f"dims needs one entry per dimension ({len(shape)}), got {dims}")
+    min_extent = (1,) * len(shape) if min_extent is None else tuple(min_extent)
+    balanced = dims_create(nranks, dims)  # validates, and is the answer with < 2 free axes
+    free = [i for i, d in enumerate(dims) if d == 0]
+    if len(free) < 2:
+        return balanced
+    last, outer = free[-1], free[:-1]
+    for on_last in _divisors(math.prod(balanced[i] for i in free)):
+        trial = dims_create(nranks, [on_last if i == last else d for i, d in enumerate(dims)])
+        if all(trial[i] == 1 or shape[i] // trial[i] >= max(min_extent[i], 1) for i in outer):
+            return trial
+    raise AssertionError("unreachable: with every rank on the last axis the others hold 1")
 
 
 def _balanced_factors(n: int, k: int) -> tuple[int, ...]:

@@ -727,7 +727,7 @@ def from_dask(x, backend: Backend | None = None) -> DistributedArray:
     >>> a.local(1)
     array([6, 7, 8, 9])
     >>> dapx.from_dask(da.ones((4, 4), chunks=4), backend=dapx.simulated(4)).distribution
-    Distribution(shape=(4, 4), grid=(2, 2), dims=[b, b])
+    Distribution(shape=(4, 4), grid=(4, 1), dims=[b, n])
     """
     import dask
     import dask.array as da

@@ -38,7 +38,7 @@ import xarray as xr
 from .array import DistributedArray
 from .backends import Backend, get_backend
 from .creation import asarray
-from .grid import dims_create
+from .grid import default_grid
 from .maps import BlockMap, CyclicMap, Map, UnstructuredMap
 
 __all__ = ["DataArrayAccessor", "DatasetAccessor"]
@@ -149,12 +149,15 @@ def _split_layout(layout: Mapping, dist) -> tuple[dict, dict]:
     return grid, specs
 
 
-def _resolve(dims: tuple, layout: Mapping, dist, nranks: int) -> tuple[list, list]:
+def _resolve(
+    dims: tuple, shape: tuple, layout: Mapping, dist, nranks: int, halo: Mapping
+) -> tuple[list, list]:
     """(specs, grid sizes) per dimension for `distribute`.
 
     Named dimensions (by a rank count, a spec, or ``dist=``) are distributed;
     the others are not, unless none is named: then every dimension is, over
-    a balanced grid (dapx's default).
+    dapx's default grid (`dapx.grid.default_grid`: the last of `dims` is
+    split only when the others cannot hold every rank).
     """
     grid, specs = _split_layout(layout, dist)
     _check_names([*grid, *specs], dims, "distribute")
@@ -173,7 +176,8 @@ def _resolve(dims: tuple, layout: Mapping, dist, nranks: int) -> tuple[list, lis
         kinds.append("b" if spec is None else spec)
     if not dims:  # a 0-d array is replicated: there is no grid to make
         return None, None
-    return kinds, list(dims_create(nranks, sizes))
+    widths = [max(np.atleast_1d(halo.get(d, 1))) for d in dims]
+    return kinds, list(default_grid(shape, nranks, sizes, min_extent=widths))
 
 
 # -- the shared implementation ---------------------------------------------------------------------
@@ -361,10 +365,12 @@ class DataArrayAccessor(_Accessor):
         ----------
         grid, **grid_kwargs : dict or keywords by dimension name
             For each dimension to distribute, its number of ranks (``x=2``)
-            or a dist spec (``x="c"``, its number of ranks then chosen for a
-            balanced grid). Dimensions not named here or in `dist` are not
-            distributed; when none is named, every dimension is (dapx's
-            default balanced block layout).
+            or a dist spec (``x="c"``, its number of ranks then chosen by
+            `dapx.default_grid`). Dimensions not named here or in `dist` are
+            not distributed; when none is named, every dimension is, by
+            block over dapx's default grid (balanced over the leading
+            dimensions, the last one split only when they cannot hold every
+            rank).
         dist : str or dict by dimension name, optional
             ``"b"`` (block, default), ``"c"`` (cyclic), ``"n"`` (not
             distributed), or a dict spec such as ``{"dist": "c",
@@ -396,9 +402,10 @@ class DataArrayAccessor(_Accessor):
         backend = get_backend() if backend is None else backend
         if isinstance(obj.variable._data, DistributedArray):
             backend = obj.variable._data.backend
-        kinds, sizes = _resolve(obj.dims, layout, dist, backend.nranks)
+        halo = _per_dim(halo, obj.dims, "halo")
+        kinds, sizes = _resolve(obj.dims, obj.shape, layout, dist, backend.nranks, halo)
         return _distribute_array(
-            obj, obj.dims, kinds, sizes, _per_dim(halo, obj.dims, "halo"),
+            obj, obj.dims, kinds, sizes, halo,
             _per_dim(periodic, obj.dims, "periodic"), backend,
         )  # fmt: skip
 
@@ -620,7 +627,11 @@ class DatasetAccessor(_Accessor):
                     "distribute, e.g. ds.dap.distribute(lat=2, lon=2)"
                 )
             layout = dict.fromkeys(shared, dist if isinstance(dist, str) else "b")
-        kinds, sizes = _resolve(dims, layout, dist, backend.nranks)
+        # The dimension that comes last in the variables (contiguous in memory) goes last.
+        lasts = {v.dims[-1] for v in obj.data_vars.values() if v.dims}
+        dims = tuple(sorted(dims, key=lambda d: d in lasts))
+        shape = tuple(obj.sizes[d] for d in dims)
+        kinds, sizes = _resolve(dims, shape, layout, dist, backend.nranks, halo)
         kind_of, size_of = dict(zip(dims, kinds)), dict(zip(dims, sizes))
         named = [d for d in dims if d in layout or (isinstance(dist, Mapping) and d in dist)]
         out = obj.copy(deep=False)
