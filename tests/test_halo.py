@@ -698,6 +698,18 @@ def test_demo_equals_the_numpy_solver(backend):
         assert residual == np.max(np.abs(expected - before))
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (5, 40), (70, 2000), (41, 70000)])
+def test_jacobi_kernel_in_strips_equals_the_whole_array_formula(shape):
+    from dapx.demo import jacobi_kernel
+
+    p = np.random.default_rng(1).random(shape)
+    q = np.full(shape, -1.0)
+    jacobi_kernel(p, q)  # (70, 2000): strips of 32 rows and a tail; (41, 70000): 1 row each
+    expected = np.full(shape, -1.0)
+    expected[1:-1, 1:-1] = (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]) * 0.25
+    np.testing.assert_array_equal(q, expected)
+
+
 def test_demo_command(tmp_path, capsys):
     from dapx.__main__ import main
 
