@@ -108,19 +108,21 @@ from . import contraction as _contraction  # noqa: F401 (registers np.* implemen
 from . import joining as _joining  # noqa: F401 (registers np.* implementations)
 from . import linalg as _linalg  # noqa: F401 (registers np.* implementations)
 from . import manipulation as _manipulation  # noqa: F401 (registers np.* implementations)
+from . import quantiles as _quantiles  # noqa: F401 (registers np.* implementations)
 from . import reductions as _reductions  # noqa: F401 (registers np.* implementations)
 from . import scans as _scans  # noqa: F401 (registers np.* implementations)
 from . import shaping as _shaping  # noqa: F401 (registers np.* implementations)
 from . import sorting as _sorting  # noqa: F401 (registers np.* implementations)
 from . import statistics as _statistics  # noqa: F401 (registers np.* implementations)
-from .partitioned import from_dask, from_partitioned
+from .daskarray import from_dask
+from .partitioned import from_partitioned
 
 __all__ += ["from_dask", "from_partitioned"]
 
 from . import broadcasting as _broadcasting  # noqa: F401 (registers np.* implementations)
 from . import unravel as _unravel  # noqa: F401 (registers np.* implementations)
 from . import windows as _windows  # noqa: F401 (registers np.* implementations)
-from .halo import map_overlap
+from .overlap import map_overlap
 
 __all__ += ["map_overlap"]
 

@@ -481,8 +481,8 @@ class DistributedArray(NDArrayOperatorsMixin):
         return partitioned(self)
 
     def to_dask(self):
-        """A ``dask.array`` whose chunks are the blocks (see `dapx.partitioned.to_dask`)."""
-        from .partitioned import to_dask
+        """A ``dask.array`` whose chunks are the blocks (see `dapx.daskarray.to_dask`)."""
+        from .daskarray import to_dask
 
         return to_dask(self)
 

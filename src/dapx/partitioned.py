@@ -13,18 +13,19 @@ SPMD producers, the ``locals`` of this process.
   It is read from the `Distribution` alone, without communication.
 * `from_partitioned` wraps any conforming producer, SPMD or handle-based,
   without copying data that is already in this process, after checking that
-  the partitions tile the shape along a grid.
-* `to_dask` and `from_dask` convert to and from ``dask.array`` along the same
-  block grid.
+  the partitions tile the shape along a grid (`check_partitioned`, in
+  `dapx.partitioned_check`).
+
+The ``dask.array`` conversions (`to_dask`, `from_dask`) and the dask
+backend's export of futures (`partitioned_futures`, `get_futures`) live in
+`dapx.daskarray`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -36,22 +37,10 @@ from .errors import DAPError
 from .grid import ProcessGrid
 from .guard import collective
 from .maps import BlockMap, Map
+from .partitioned_check import _Layout, _position, check_partitioned
 from .redistribute import owned_positions
 
-__all__ = [
-    "check_partitioned",
-    "from_dask",
-    "from_partitioned",
-    "get_data",
-    "get_futures",
-    "partitioned",
-    "partitioned_futures",
-    "to_dask",
-]
-
-_REQUIRED_KEYS = ("shape", "partition_tiling", "partitions", "get")
-_PARTITION_KEYS = ("start", "shape", "data", "location")
-
+__all__ = ["check_partitioned", "from_partitioned", "get_data", "partitioned"]
 
 # -- export ---------------------------------------------------------------------------------
 
@@ -166,214 +155,6 @@ def partitioned(a: DistributedArray) -> dict:
         "get": get_data,
         "locals": [tuple(int(c) for c in dist.coords(r)) for r in local],
     }
-
-
-def get_futures(handles: Any) -> Any:
-    """The ``get`` of dask-backend exports: the data of one future or of a sequence of them."""
-    if isinstance(handles, (list, tuple)):
-        return handles[0].client.gather(list(handles)) if handles else []
-    return handles.result()
-
-
-def _owned_block(actor, array_id: int) -> np.ndarray:
-    return actor.owned_block(array_id).result()
-
-
-def partitioned_futures(a) -> dict:
-    """The ``__partitioned__`` dict of an array on the dask backend.
-
-    Like `partitioned`, but each partition's ``data`` is a dask future of the
-    rank's owned block, computed on the rank's worker (the ``location``), the
-    ``get`` gathers futures and there is no ``locals`` (the client holds no
-    rank).
-    """
-    backend = a.backend
-    if a.ndim == 0:
-        raise ValueError("a 0-d array on the dask backend has no partitions: use float(a)")
-    dist = a.distribution
-    bounds = [_block_bounds(m, i) for i, m in enumerate(dist.maps)]
-    client = backend.client
-    partitions = {}
-    for r in range(dist.nranks):
-        pos = tuple(int(c) for c in dist.coords(r))
-        worker = backend.workers[r]
-        future = client.submit(_owned_block, backend.actors[r], a._remote_id, workers=[worker],
-                               allow_other_workers=False, pure=False)  # fmt: skip
-        partitions[pos] = {
-            "start": tuple(b[c] for b, c in zip(bounds, pos)),
-            "shape": tuple(b[c + 1] - b[c] for b, c in zip(bounds, pos)),
-            "data": future,
-            "location": [worker],
-        }
-    return {
-        "shape": a.shape,
-        "partition_tiling": dist.grid_shape,
-        "partitions": partitions,
-        "get": get_futures,
-    }
-
-
-# -- checking a producer's dict -------------------------------------------------------------
-
-
-class _Layout(NamedTuple):
-    shape: tuple[int, ...]
-    tiling: tuple[int, ...]
-    bounds: tuple[tuple[int, ...], ...]
-    partitions: dict[tuple[int, ...], Mapping]
-
-
-def _ints(value: Any, what: str, minimum: int) -> tuple[int, ...]:
-    bad = DAPError(f"{what} must be a tuple of integers >= {minimum}, got {value!r}")
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        raise bad
-    out = []
-    for v in value:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < minimum:
-            raise bad
-        out.append(int(v))
-    return tuple(out)
-
-
-def _position(key: Any, tiling: tuple[int, ...], what: str) -> tuple[int, ...]:
-    ok = isinstance(key, tuple) and len(key) == len(tiling)
-    ok = ok and all(
-        isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) for k in key
-    )
-    if not ok or not all(0 <= k < t for k, t in zip(key, tiling)):
-        raise DAPError(
-            f"{what} {key!r} is not a position in the partition grid {tiling}: positions are "
-            f"tuples of {len(tiling)} integers, each below the tiling"
-        )
-    return tuple(int(k) for k in key)
-
-
-def _check_partition(pos, info, shape) -> Mapping:
-    if not isinstance(info, Mapping):
-        raise DAPError(
-            f"partition {pos} must map to a dict with keys {list(_PARTITION_KEYS)}, "
-            f"got {type(info).__name__}"
-        )
-    missing = [k for k in _PARTITION_KEYS if k not in info]
-    if missing:
-        raise DAPError(f"partition {pos} lacks required key(s) {missing}")
-    ndim = len(shape)
-    start = _ints(info["start"], f"partition {pos}: 'start'", 0)
-    extent = _ints(info["shape"], f"partition {pos}: 'shape'", 0)
-    for key, value in (("start", start), ("shape", extent)):
-        if len(value) != ndim:
-            raise DAPError(
-                f"partition {pos}: {key!r} {value} must have {ndim} entries, one per dimension "
-                f"of the shape {shape}"
-            )
-    for i in range(ndim):
-        if start[i] + extent[i] > shape[i]:
-            raise DAPError(
-                f"partition {pos} covers indices {start[i]}..{start[i] + extent[i] - 1} of "
-                f"dim {i}, beyond its size {shape[i]} (shape mismatch)"
-            )
-    location = info["location"]
-    if (
-        isinstance(location, (str, bytes))
-        or not isinstance(location, (Sequence, np.ndarray))
-        or len(location) == 0
-    ):
-        raise DAPError(
-            f"partition {pos}: 'location' must be a non-empty sequence of ranks or addresses, "
-            f"got {location!r} (unsupported location)"
-        )
-    return {"start": start, "shape": extent, "data": info["data"], "location": location}
-
-
-def _grid_bounds(dim: int, size: int, count: int, parts: dict) -> tuple[int, ...]:
-    """Boundaries along `dim` of partitions that must form a grid tiling 0..size."""
-    first: list = [None] * count
-    for pos in sorted(parts):
-        c, s, n = pos[dim], parts[pos]["start"][dim], parts[pos]["shape"][dim]
-        if first[c] is None:
-            first[c] = (s, n, pos)
-        elif (s, n) != first[c][:2]:
-            s0, n0, p0 = first[c]
-            raise DAPError(
-                f"partition {pos} covers indices {s}..{s + n - 1} of dim {dim} but partition "
-                f"{p0}, at the same grid index {c} along dim {dim}, covers {s0}..{s0 + n0 - 1}: "
-                "partitions must form a grid"
-            )
-    bounds = [0]
-    for c in range(count):
-        s, n, pos = first[c]
-        end = bounds[-1]
-        if s < end:
-            raise DAPError(
-                f"partition {pos} starts at {s} along dim {dim}, but the partition before it "
-                f"({first[c - 1][2]}) ends at {end}: they overlap"
-            )
-        if s > end:
-            raise DAPError(
-                f"partition {pos} starts at {s} along dim {dim}, leaving indices {end}..{s - 1} "
-                "covered by no partition (a gap)"
-            )
-        bounds.append(s + n)
-    if bounds[-1] != size:
-        raise DAPError(
-            f"the partitions along dim {dim} end at {bounds[-1]} (the last is partition "
-            f"{first[-1][2]}) but the shape says {size}: indices {bounds[-1]}..{size - 1} are "
-            "covered by no partition (a gap)"
-        )
-    return tuple(bounds)
-
-
-def check_partitioned(desc: Any) -> _Layout:
-    """Check the rules of the protocol that need no data; return the layout.
-
-    The layout holds the normalised ``shape``, ``partition_tiling``, the
-    partition boundaries along each dimension and the checked partitions.
-
-    Raises
-    ------
-    DAPError
-        Naming the partition at fault: missing keys or positions, positions
-        outside the grid, bad ``start``/``shape``/``location``, partitions
-        that overlap, leave gaps, or do not line up along a grid.
-
-    Examples
-    --------
-    >>> import dapx
-    >>> layout = check_partitioned(dapx.arange(10, backend=dapx.simulated(3)).__partitioned__)
-    >>> layout.tiling, layout.bounds
-    ((3,), ((0, 4, 7, 10),))
-    """
-    if not isinstance(desc, Mapping):
-        raise DAPError(f"__partitioned__ must be a dict, got {type(desc).__name__}")
-    missing = [k for k in _REQUIRED_KEYS if k not in desc]
-    if missing:
-        raise DAPError(f"the __partitioned__ dict lacks required key(s) {missing}")
-    shape = _ints(desc["shape"], "'shape'", 0)
-    tiling = _ints(desc["partition_tiling"], "'partition_tiling'", 1)
-    if len(tiling) != len(shape):
-        raise DAPError(
-            f"'partition_tiling' {tiling} must have one entry per dimension of 'shape' {shape}"
-        )
-    if not callable(desc["get"]):
-        raise DAPError(f"'get' must be callable, got {desc['get']!r}")
-    raw = desc["partitions"]
-    if not isinstance(raw, Mapping):
-        raise DAPError(f"'partitions' must be a dict, got {type(raw).__name__}")
-    parts: dict[tuple[int, ...], Mapping] = {}
-    for key, info in raw.items():
-        pos = _position(key, tiling, "partition key")
-        if pos in parts:
-            raise DAPError(f"partition {pos} appears twice in 'partitions' (keys equal as ints)")
-        parts[pos] = _check_partition(pos, info, shape)
-    if len(parts) != math.prod(tiling):
-        for pos in itertools.product(*(range(t) for t in tiling)):
-            if pos not in parts:
-                raise DAPError(
-                    f"partition {pos} is missing: every position of the partition grid "
-                    f"{tiling} must be a key of 'partitions'"
-                )
-    bounds = tuple(_grid_bounds(i, shape[i], tiling[i], parts) for i in range(len(shape)))
-    return _Layout(shape, tiling, bounds, parts)
 
 
 # -- import -----------------------------------------------------------------------------------
@@ -643,130 +424,3 @@ def _local_blocks(desc: Mapping, layout: _Layout, backend: Backend) -> dict[int,
                 "same type"
             )
     return blocks
-
-
-# -- dask ------------------------------------------------------------------------------------
-
-
-def to_dask(a: DistributedArray):
-    """A ``dask.array`` whose chunks are the blocks of `a` (no copy).
-
-    The graph holds the owned part of each rank's block (halo padding
-    excluded) as it is: later writes to `a` show in the dask array.
-
-    Raises
-    ------
-    ValueError
-        If `a` is not block-distributed (redistribute to block first), or
-        this process does not hold every block (under MPI each process holds
-        one: gather explicitly, or run dapx on the dask backend).
-
-    Examples
-    --------
-    >>> import dapx
-    >>> x = dapx.arange(10, backend=dapx.simulated(3)).to_dask()
-    >>> x.chunks
-    ((4, 3, 3),)
-    >>> int(x.sum().compute())
-    45
-    """
-    import dask.array as da
-
-    backend = a.backend
-    desc = a.__partitioned__  # NumPy blocks of this process, or futures (dask backend)
-    if any(info["data"] is None for info in desc["partitions"].values()):
-        raise ValueError(
-            f"to_dask builds one dask graph from every block, but this process holds only "
-            f"ranks {list(backend.local_ranks)} of {backend.nranks} ({type(backend).__name__}): "
-            "gather explicitly (a.gather()) or use a backend whose blocks dask can reach"
-        )
-    name = f"dapx-{uuid.uuid4().hex}"
-    tiling = desc["partition_tiling"]
-    graph = {(name, *pos): info["data"] for pos, info in desc["partitions"].items()}
-    parts = desc["partitions"]
-    chunks = tuple(
-        tuple(parts[tuple(c if j == i else 0 for j in range(a.ndim))]["shape"][i] for c in range(t))
-        for i, t in enumerate(tiling)
-    )
-    meta = np.empty((0,) * a.ndim, a.dtype)
-    return da.Array(graph, name, chunks, dtype=a.dtype, meta=meta)
-
-
-@collective
-def from_dask(x, backend: Backend | None = None) -> DistributedArray:
-    """A block-distributed array from a ``dask.array``, one chunk per rank.
-
-    Parameters
-    ----------
-    x : dask.array.Array
-        With known chunk sizes. When its chunk grid has ``backend.nranks``
-        chunks, that grid is the distribution (irregular chunks give
-        irregular blocks). Otherwise it is first rechunked to the even block
-        grid dapx would choose for ``backend.nranks`` ranks
-        (``Distribution.create(x.shape, "b", nranks=backend.nranks)``): a
-        rechunk is a dask-side copy, so choose ``nranks`` chunks to avoid it.
-    backend : Backend, optional
-        Default: the current backend.
-
-    Notes
-    -----
-    Each process computes only the chunks of its own ranks, in one
-    ``dask.compute`` call, so shared parts of the graph run once and every
-    chunk is computed exactly once. The computed chunks become the local
-    blocks without a further copy (so a chunk that dask returns as a view of
-    other data stays one, as with ``from_dask(a.to_dask())``), except
-    read-only chunks, which are copied so that the array is writeable.
-    Under MPI every process must pass the same dask array (built the same
-    way, with the same seeds), since each computes its own chunk from its
-    own copy of the graph.
-
-    Examples
-    --------
-    >>> import dask.array as da, dapx
-    >>> a = dapx.from_dask(da.arange(10, chunks=(6, 4)), backend=dapx.simulated(2))
-    >>> a.local(1)
-    array([6, 7, 8, 9])
-    >>> dapx.from_dask(da.ones((4, 4), chunks=4), backend=dapx.simulated(4)).distribution
-    Distribution(shape=(4, 4), grid=(4, 1), dims=[b, n])
-    """
-    import dask
-    import dask.array as da
-
-    backend = _backend(backend)
-    if not isinstance(x, da.Array):
-        raise TypeError(f"from_dask needs a dask.array.Array, got {type(x).__name__}")
-    if any(math.isnan(c) for chunks in x.chunks for c in chunks):
-        raise ValueError(
-            f"the dask array has unknown chunk sizes {x.chunks}: call x.compute_chunk_sizes() first"
-        )
-    if x.ndim and math.prod(x.numblocks) != backend.nranks:
-        target = Distribution.create(x.shape, "b", nranks=backend.nranks)
-        x = x.rechunk(tuple(tuple(np.diff(m.bounds).tolist()) for m in target.maps))
-    grid = ProcessGrid(x.numblocks)
-    local = backend.local_ranks
-    wanted = sorted({tuple(int(c) for c in grid.coords(r)) for r in local}) if x.ndim else [()]
-    delayed = x.to_delayed()
-    values = dict(zip(wanted, dask.compute(*[delayed[pos] for pos in wanted])))
-    for pos, value in values.items():
-        # Note: dask's zeros/ones/full compute to read-only broadcast views; a
-        # DistributedArray's blocks must be writeable, so those (only) are copied.
-        if isinstance(value, np.ndarray) and not value.flags.writeable:
-            values[pos] = value.copy()
-    offsets = [np.concatenate(([0], np.cumsum(c))).astype(int).tolist() for c in x.chunks]
-    partitions = {}
-    for r in range(grid.nranks):
-        pos = tuple(int(c) for c in grid.coords(r))
-        partitions[pos] = {
-            "start": tuple(o[c] for o, c in zip(offsets, pos)),
-            "shape": tuple(int(ch[c]) for ch, c in zip(x.chunks, pos)),
-            "data": values.get(pos),
-            "location": [r] if x.ndim else list(range(backend.nranks)),
-        }
-    desc = {
-        "shape": x.shape,
-        "partition_tiling": x.numblocks,
-        "partitions": partitions,
-        "get": get_data,
-        "locals": wanted,
-    }
-    return from_partitioned(desc, backend)

@@ -13,7 +13,7 @@ A full reduction returns a 0-d DistributedArray, replicated on every rank
 # Note: ufuncs that cannot be reordered (``subtract``, ``divide``, ``power``)
 # are folded in order along the whole axis, after moving that axis onto one
 # rank per line of the grid. Scans and ``ufunc.outer`` live in `dapx.scans`,
-# means, variances, medians and quantiles in `dapx.statistics`.
+# means and variances in `dapx.statistics`, medians and quantiles in `dapx.quantiles`.
 """
 
 from __future__ import annotations

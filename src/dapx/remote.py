@@ -124,7 +124,7 @@ class RemoteArray(DistributedArray):
 
     @property
     def __partitioned__(self) -> dict:
-        from .partitioned import partitioned_futures
+        from .daskarray import partitioned_futures
 
         return partitioned_futures(self)
 
