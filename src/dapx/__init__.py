@@ -108,6 +108,7 @@ from . import contraction as _contraction  # noqa: F401 (registers np.* implemen
 from . import joining as _joining  # noqa: F401 (registers np.* implementations)
 from . import linalg as _linalg  # noqa: F401 (registers np.* implementations)
 from . import manipulation as _manipulation  # noqa: F401 (registers np.* implementations)
+from . import nanreductions as _nanreductions  # noqa: F401 (registers np.* implementations)
 from . import quantiles as _quantiles  # noqa: F401 (registers np.* implementations)
 from . import reductions as _reductions  # noqa: F401 (registers np.* implementations)
 from . import scans as _scans  # noqa: F401 (registers np.* implementations)

@@ -75,8 +75,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .backends.base import Cartesian
-from .distribution import Distribution, by_axis
+from .distribution import Distribution
 from .guard import collective
+from .layout_spec import by_axis
 from .maps import BlockMap, Map
 from .plans import _as_array, simplify_index
 

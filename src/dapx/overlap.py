@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .distribution import Distribution, by_axis
+from .distribution import Distribution
 from .errors import DAPError
 from .guard import collective
 from .halo import _run_halo_plan, boundary_kinds, halo_plan, interior_distribution
+from .layout_spec import by_axis
 from .maps import BlockMap
 
 __all__ = ["map_overlap"]

@@ -18,9 +18,9 @@
   spread over all ranks, and the slots are folded in order.
 
 A result therefore depends only on the data and the grid: two runs with the
-same grid give bitwise identical answers. `move_axes` is the other tool:
-it makes reduced axes whole on every rank (for folds that cannot be
-reordered, and for medians and quantiles), moving only 1-D slices.
+same grid give bitwise identical answers. `dapx.whole_axes.move_axes` is the
+other tool: it makes reduced axes whole on every rank (for folds that cannot
+be reordered, and for medians and quantiles), moving only 1-D slices.
 Metadata is computed once per distribution (`functools.lru_cache`).
 """
 
@@ -41,12 +41,11 @@ from .array import SCALAR, DistributedArray
 from .distribution import Distribution
 from .maps import BlockMap, UnstructuredMap
 from .plans import exchange_plan, simplify_index
-from .redistribute import align, expand_dims_distribution, run_plan
+from .redistribute import align, run_plan
 
 __all__ = [
     "Blocks",
     "Layout",
-    "Moved",
     "Spec",
     "accumulate_dtype",
     "any_true",
@@ -56,10 +55,7 @@ __all__ = [
     "flag",
     "from_replicated",
     "given",
-    "holder_value",
     "layout",
-    "move_axes",
-    "move_back",
     "new",
     "ones_distribution",
     "owned_only",
@@ -173,6 +169,16 @@ def new(dist: Distribution, blocks: Mapping[int, np.ndarray], backend, dtype=Non
     if dtype is None:
         dtype = blocks[backend.local_ranks[0]].dtype
     return DistributedArray(dist, blocks, backend, dtype)
+
+
+def from_replicated(value: np.ndarray, backend) -> DistributedArray:
+    """A small array known on every process, laid out over all ranks (no communication)."""
+    value = np.asarray(value)
+    if not value.ndim:
+        return new(SCALAR, dict.fromkeys(backend.local_ranks, value), backend)
+    from .creation import asarray
+
+    return asarray(value, backend=backend)
 
 
 def where_blocks(where, a: DistributedArray) -> Blocks | None:
@@ -608,84 +614,3 @@ def reduce_blocks(
             acc = acc[:-1]
         result[r] = acc if keepdims else tuple(_squeeze(c, axes) for c in acc)
     return lay.result[keepdims], result
-
-
-# -- moving reduced axes onto one rank -------------------------------------------------------------
-class Moved(NamedTuple):
-    """Blocks redistributed so that the reduced axes are whole on every rank."""
-
-    dist: Distribution  # target layout (a leading dummy dimension when all axes reduce)
-    blocks: list  # one dict of blocks per operand moved
-    axes: tuple[int, ...]  # the reduced axes in the target layout
-    dummy: bool
-
-
-@functools.lru_cache(maxsize=256)
-def _move_layout(dist, axes, ranks, nranks):
-    dummy = len(axes) == dist.ndim
-    src = expand_dims_distribution(dist, dist.ndim + 1) if dummy else dist
-    ax = tuple(k + dummy for k in axes)
-    target = Distribution.create(
-        src.global_shape,
-        dist=["n" if k in ax else "b" for k in range(src.ndim)],
-        grid=[1 if k in ax else 0 for k in range(src.ndim)],
-        nranks=nranks,
-    )
-    forward = None if target == src else exchange_plan(src, target, ranks)
-    return src, target, ax, dummy, forward
-
-
-def move_axes(dist: Distribution, backend, axes, operands) -> Moved:
-    """Redistribute `operands` (blocks by `dist`) so that `axes` are undistributed.
-
-    The other dimensions are spread over all ranks. When every dimension is
-    reduced, a leading dummy dimension of size 1 is added and rank 0 holds
-    everything: the only 1-D slice there is, never a copy on every rank.
-    """
-    _, target, ax, dummy, plan = _move_layout(
-        dist, tuple(axes), backend.local_ranks, backend.nranks
-    )
-    out = []
-    for blocks in operands:
-        if blocks is None:
-            out.append(None)
-            continue
-        if dummy:
-            blocks = {r: b.reshape((1, *b.shape)) for r, b in blocks.items()}
-        if plan is not None:
-            dtype = blocks[backend.local_ranks[0]].dtype
-            blocks = run_plan(plan, blocks, dtype, backend)
-        out.append(blocks)
-    return Moved(target, out, ax, dummy)
-
-
-def move_back(dist: Distribution, axes: tuple[int, ...], blocks: Blocks, backend) -> Blocks:
-    """Blocks laid out by ``move_axes(dist, backend, axes, ...)`` back in layout `dist`."""
-    src, target, _, dummy, plan = _move_layout(
-        dist, tuple(axes), backend.local_ranks, backend.nranks
-    )
-    if plan is not None:
-        back = exchange_plan(target, src, backend.local_ranks)
-        blocks = run_plan(back, blocks, blocks[backend.local_ranks[0]].dtype, backend)
-    if dummy:
-        blocks = {r: b.reshape(b.shape[1:]) for r, b in blocks.items()}
-    return blocks
-
-
-def holder_value(moved: Moved, blocks: Mapping[int, np.ndarray], backend, axis: int = 0):
-    """The part of a dummy-layout result held by rank 0, as a NumPy array on every process."""
-    pieces = backend.allgather(
-        {r: (b if moved.dist.local_shape(r)[0] else None) for r, b in blocks.items()}
-    )
-    piece = next(p for p in pieces if p is not None)
-    return np.take(piece, 0, axis=axis)
-
-
-def from_replicated(value: np.ndarray, backend) -> DistributedArray:
-    """A small array known on every process, laid out over all ranks (no communication)."""
-    value = np.asarray(value)
-    if not value.ndim:
-        return new(SCALAR, dict.fromkeys(backend.local_ranks, value), backend)
-    from .creation import asarray
-
-    return asarray(value, backend=backend)

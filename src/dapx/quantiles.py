@@ -1,7 +1,7 @@
 """Order statistics of distributed arrays: medians, quantiles and percentiles.
 
 They are exact: the reduced axes are moved so that they are whole on every
-rank (only 1-D slices along them move, see `dapx.partials.move_axes`) and
+rank (only 1-D slices along them move, see `dapx.whole_axes.move_axes`) and
 NumPy computes each slice. A reduction over every axis therefore brings the
 whole array to one rank (rank 0), never to every rank.
 """
@@ -20,9 +20,7 @@ from .partials import (
     drop,
     flag,
     from_replicated,
-    holder_value,
     layout,
-    move_axes,
     new,
     reduced_axes,
     scalar_call,
@@ -32,6 +30,7 @@ from .partials import (
     store,
 )
 from .statistics import Axis, _NoValue, _weights, nanmean
+from .whole_axes import holder_value, move_axes
 
 __all__ = [
     "median",

@@ -84,8 +84,8 @@ def align(x, target: Distribution) -> dict[int, np.ndarray]:
 
 def _with_halo(dist: Distribution, halo, periodic) -> Distribution:
     """`dist`'s blocks (even blocks for other dimensions) on its grid, with a new halo."""
-    from .distribution import _halo_pair, _per_dim, _per_dim_halo
     from .errors import DAPError
+    from .layout_spec import _halo_pair, _per_dim, _per_dim_halo
 
     halos = _per_dim_halo(halo, dist.ndim)
     periodics = _per_dim(periodic, dist.ndim, "periodic")

@@ -1,4 +1,4 @@
-"""NumPy reductions of distributed arrays: sum, prod, min, max, any, all, arg..., nan....
+"""NumPy reductions of distributed arrays: sum, prod, min, max, any, all, argmin, argmax.
 
 All of them, and ``ufunc.reduce``, run on the engine of `dapx.partials`:
 each rank reduces the elements it owns, and partials are combined strictly in
@@ -12,8 +12,9 @@ A full reduction returns a 0-d DistributedArray, replicated on every rank
 
 # Note: ufuncs that cannot be reordered (``subtract``, ``divide``, ``power``)
 # are folded in order along the whole axis, after moving that axis onto one
-# rank per line of the grid. Scans and ``ufunc.outer`` live in `dapx.scans`,
-# means and variances in `dapx.statistics`, medians and quantiles in `dapx.quantiles`.
+# rank per line of the grid (`dapx.whole_axes`). NaN-ignoring reductions live in
+# `dapx.nanreductions`, scans and ``ufunc.outer`` in `dapx.scans`, means and variances in
+# `dapx.statistics`, medians and quantiles in `dapx.quantiles`.
 """
 
 from __future__ import annotations
@@ -31,17 +32,13 @@ from numpy.lib.array_utils import normalize_axis_index
 from .array import SCALAR, DistributedArray
 from .dispatch import implements
 from .partials import (
-    Blocks,
     Spec,
-    any_true,
     as_distributed,
     drop,
     emit_warnings,
     flag,
     given,
-    holder_value,
     layout,
-    move_axes,
     new,
     ones_distribution,
     owned_only,
@@ -56,6 +53,7 @@ from .partials import (
     store,
     where_blocks,
 )
+from .whole_axes import holder_value, move_axes
 
 __all__ = [
     "all",
@@ -67,12 +65,6 @@ __all__ = [
     "count_nonzero",
     "max",
     "min",
-    "nanargmax",
-    "nanargmin",
-    "nanmax",
-    "nanmin",
-    "nanprod",
-    "nansum",
     "prod",
     "ptp",
     "sum",
@@ -509,167 +501,6 @@ def argmax(a: DistributedArray, axis: Axis = None, out=None, *, keepdims=False) 
     (1, [1, 0])
     """
     return _arg(a, axis, out, keepdims, "argmax")
-
-
-# -- NaN-ignoring reductions -----------------------------------------------------------------------
-def replace_nan(a: DistributedArray, value) -> tuple[DistributedArray, Blocks | None]:
-    """`a` with NaNs replaced by `value`, and the NaN masks (None for exact dtypes)."""
-    if a.dtype.kind not in "fc":
-        return a, None
-    masks = {r: np.isnan(b) for r, b in a._locals.items()}
-    blocks = {}
-    for r, b in a._locals.items():
-        c = b.copy()
-        np.copyto(c, value, where=masks[r])
-        blocks[r] = c
-    return a._new(a.distribution, blocks, a.dtype), masks
-
-
-@implements(np.nansum)
-def nansum(
-    a: DistributedArray,
-    axis: Axis = None,
-    dtype=None,
-    out=None,
-    keepdims=False,
-    initial=_NoValue,
-    where=True,
-) -> DistributedArray:
-    """Sum treating NaN as zero, as `numpy.nansum`.
-
-    >>> import numpy as np, dapx
-    >>> float(np.nansum(dapx.asarray(np.array([1., np.nan, 2.]), backend=dapx.simulated(2))))
-    3.0
-    """
-    out = single_out(out)
-    a, _ = replace_nan(as_distributed(a, out), 0)
-    return sum(a, axis, dtype, out, keepdims, initial, where)
-
-
-@implements(np.nanprod)
-def nanprod(
-    a: DistributedArray,
-    axis: Axis = None,
-    dtype=None,
-    out=None,
-    keepdims=False,
-    initial=_NoValue,
-    where=True,
-) -> DistributedArray:
-    """Product treating NaN as one, as `numpy.nanprod`.
-
-    >>> import numpy as np, dapx
-    >>> float(np.nanprod(dapx.asarray(np.array([3., np.nan, 2.]), backend=dapx.simulated(2))))
-    6.0
-    """
-    out = single_out(out)
-    a, _ = replace_nan(as_distributed(a, out), 1)
-    return prod(a, axis, dtype, out, keepdims, initial, where)
-
-
-@spmd_warnings
-def _nan_extremum(ufunc, a, axis, out, keepdims, initial, where):
-    out = single_out(out)
-    a = as_distributed(a, out)
-    res = _reduce(ufunc, a, axis, None, None, keepdims, initial, where)
-    if a.dtype.kind in "fc" and any_true(
-        {r: np.isnan(b) for r, b in res._locals.items()}, a.backend
-    ):
-        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
-    return store(res, out)
-
-
-@implements(np.nanmax)
-def nanmax(
-    a: DistributedArray,
-    axis: Axis = None,
-    out=None,
-    keepdims=_NoValue,
-    initial=_NoValue,
-    where=_NoValue,
-) -> DistributedArray:
-    """Maximum ignoring NaNs, as `numpy.nanmax` (warns on all-NaN slices).
-
-    >>> import numpy as np, dapx
-    >>> float(np.nanmax(dapx.asarray(np.array([1., np.nan, 2.]), backend=dapx.simulated(3))))
-    2.0
-    """
-    return _nan_extremum(np.fmax, a, axis, out, keepdims, initial, where)
-
-
-@implements(np.nanmin)
-def nanmin(
-    a: DistributedArray,
-    axis: Axis = None,
-    out=None,
-    keepdims=_NoValue,
-    initial=_NoValue,
-    where=_NoValue,
-) -> DistributedArray:
-    """Minimum ignoring NaNs, as `numpy.nanmin` (warns on all-NaN slices).
-
-    >>> import numpy as np, dapx
-    >>> float(np.nanmin(dapx.asarray(np.array([1., np.nan, 2.]), backend=dapx.simulated(3))))
-    1.0
-    """
-    return _nan_extremum(np.fmin, a, axis, out, keepdims, initial, where)
-
-
-@spmd_warnings
-def _nan_arg(a, axis, out, keepdims, which):
-    out = single_out(out)
-    a = as_distributed(a, out)
-    fill = np.inf if which == "argmin" else -np.inf
-    filled, masks = replace_nan(a, fill)
-    if masks is not None and a.size:
-        axes = (
-            tuple(range(a.ndim))
-            if axis is None
-            else (normalize_axis_index(operator.index(axis), a.ndim),)
-        )
-        if a.ndim:
-            all_nan = _reduce(
-                np.logical_and,
-                a._new(a.distribution, masks, bool),
-                axes,
-                None,
-                None,
-                False,
-                None,
-                True,
-            )
-            blocks = all_nan._locals
-        else:
-            blocks = masks
-        if any_true(blocks, a.backend):
-            raise ValueError("All-NaN slice encountered")
-    return _arg(filled, axis, out, keepdims, which)
-
-
-@implements(np.nanargmin)
-def nanargmin(
-    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
-) -> DistributedArray:
-    """Index of the minimum ignoring NaNs, as `numpy.nanargmin`.
-
-    >>> import numpy as np, dapx
-    >>> int(np.nanargmin(dapx.asarray(np.array([np.nan, 2., 1.]), backend=dapx.simulated(2))))
-    2
-    """
-    return _nan_arg(a, axis, out, keepdims, "argmin")
-
-
-@implements(np.nanargmax)
-def nanargmax(
-    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
-) -> DistributedArray:
-    """Index of the maximum ignoring NaNs, as `numpy.nanargmax`.
-
-    >>> import numpy as np, dapx
-    >>> int(np.nanargmax(dapx.asarray(np.array([np.nan, 2., 1.]), backend=dapx.simulated(2))))
-    1
-    """
-    return _nan_arg(a, axis, out, keepdims, "argmax")
 
 
 # -- delegates (implemented in dapx.scans) ---------------------------------------------------------

@@ -28,12 +28,11 @@ from .dispatch import implements
 from .distribution import Distribution
 from .errors import GatherWarning
 from .maps import BlockMap
+from .nanreductions import replace_nan
 from .partials import (
     Blocks,
     accumulate_dtype,
     as_distributed,
-    move_axes,
-    move_back,
     new,
     reorderable,
     single_out,
@@ -42,7 +41,7 @@ from .partials import (
 )
 from .plans import exchange_plan
 from .redistribute import align, run_plan
-from .reductions import replace_nan
+from .whole_axes import move_axes, move_back
 
 Axis = Any  # None, an int, or a tuple of ints
 

@@ -20,6 +20,7 @@ from .array import SCALAR, DistributedArray
 from .dispatch import implements
 from .distribution import Distribution
 from .maps import BlockMap
+from .nanreductions import replace_nan
 from .partials import (
     Blocks,
     Spec,
@@ -38,7 +39,6 @@ from .partials import (
     where_blocks,
 )
 from .redistribute import align, redistribute
-from .reductions import replace_nan
 
 __all__ = [
     "average",
