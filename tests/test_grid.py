@@ -354,5 +354,11 @@ def test_default_grid_keeps_the_last_axis_whole_when_it_can(n, shape, width):
 def test_default_grid_errors():
     with pytest.raises(ValueError, match="one entry per dimension"):
         default_grid((4, 4), 4, dims=(0,))
+    with pytest.raises(ValueError, match="min_extent needs one entry per dimension"):
+        default_grid((4, 4), 4, min_extent=(2,))
+    with pytest.raises(ValueError, match="shape entries must be >= 0"):
+        default_grid((4, -1), 4)
+    with pytest.raises(TypeError, match="shape entry must be an integer"):
+        default_grid((4, 2.5), 4)
     with pytest.raises(ValueError, match="6"):
         default_grid((4, 4), 6, dims=(4, 0))

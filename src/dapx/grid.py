@@ -246,11 +246,17 @@ def default_grid(
     >>> default_grid((100, 100), 6, dims=(0, 3))
     (2, 3)
     """
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(_as_int(n, "shape entry") for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"shape entries must be >= 0, got {shape}")
     dims = [0] * len(shape) if dims is None else [0 if d is None else d for d in dims]
     if len(dims) != len(shape):
         raise ValueError(f"dims needs one entry per dimension ({len(shape)}), got {dims}")
     min_extent = (1,) * len(shape) if min_extent is None else tuple(min_extent)
+    if len(min_extent) != len(shape):
+        raise ValueError(
+            f"min_extent needs one entry per dimension ({len(shape)}), got {min_extent}"
+        )
     balanced = dims_create(nranks, dims)  # validates, and is the answer with < 2 free axes
     free = [i for i, d in enumerate(dims) if d == 0]
     if len(free) < 2:
