@@ -16,7 +16,7 @@ the two row blocks that are dask.array's two chunks.
   ``map_overlap(..., trim=False)`` on a field with a halo of 1 (the halo is
   updated in place on the ranks, the blocks never leave their workers)
   against dask.array's ``map_overlap(..., boundary=0)`` persisted each
-  iteration, with the same kernel (`dapx.demo.jacobi_kernel`). Target: dapx
+  iteration, with the same kernel (`dapx.cli.demo.jacobi_kernel`). Target: dapx
   at least 2x faster.
 
 Variants are interleaved over rounds after a warm-up; medians are printed
@@ -34,7 +34,7 @@ import distributed
 import numpy as np
 
 import dapx
-from dapx.demo import jacobi_kernel
+from dapx.cli.demo import jacobi_kernel
 
 
 def _step(block: np.ndarray) -> np.ndarray:

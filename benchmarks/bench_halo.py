@@ -10,7 +10,7 @@ Targets (issue 5), on a 4096 x 4096 float64 grid, 50 iterations:
 * under ``mpiexec -n 2`` within 1.15x of a hand-written mpi4py ``Sendrecv`` code;
 * at least 3x faster than ``dask.array.map_overlap`` on the same machine.
 
-Every variant applies the same kernel (`dapx.demo.jacobi_kernel`) to the same
+Every variant applies the same kernel (`dapx.cli.demo.jacobi_kernel`) to the same
 problem and the results are checked against NumPy. Times are medians of
 interleaved rounds; the MPI runs (one ``mpiexec`` per round, warmed up before
 timing) alternate with the dask runs, and the speed-up is the median of the
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import dapx
-from dapx.demo import boundary_values, jacobi_kernel
+from dapx.cli.demo import boundary_values, jacobi_kernel
 
 
 def _median_times(variants: dict, rounds: int) -> dict[str, float]:
@@ -152,7 +152,7 @@ def sendrecv_jacobi(n: int, iterations: int, comm):
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
-    bounds = dapx.maps.even_bounds(n, size)
+    bounds = dapx.layout.maps.even_bounds(n, size)
     rows = int(bounds[rank + 1] - bounds[rank])
     p = np.zeros((rows + 2, n + 2))
     if rank == 0:

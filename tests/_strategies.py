@@ -17,8 +17,8 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from dapx.distribution import Distribution
-from dapx.maps import BlockMap, CyclicMap, UnstructuredMap, even_bounds
+from dapx.layout.distribution import Distribution
+from dapx.layout.maps import BlockMap, CyclicMap, UnstructuredMap, even_bounds
 
 __all__ = [
     "MAX_SIZE",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import dapx
-from dapx.pytest_plugin import uses_dask, uses_mpi
+from dapx.testing.pytest_plugin import uses_dask, uses_mpi
 
 pytest_plugins = ["pytester"]
 

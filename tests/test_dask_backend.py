@@ -25,7 +25,7 @@ from dapx.testing import assert_eq
 distributed = pytest.importorskip("distributed")
 
 pytestmark = pytest.mark.skipif(
-    dapx.pytest_plugin.uses_mpi(), reason="the dask backend runs without mpiexec"
+    dapx.testing.pytest_plugin.uses_mpi(), reason="the dask backend runs without mpiexec"
 )
 
 
@@ -150,7 +150,7 @@ def test_halos_and_map_overlap(dask, boundary):
 
 
 def test_jacobi_with_map_overlap_equals_numpy(dask):
-    from dapx.demo import jacobi_kernel
+    from dapx.cli.demo import jacobi_kernel
 
     def step(p):
         q = p.copy()
@@ -169,7 +169,7 @@ def test_jacobi_with_map_overlap_equals_numpy(dask):
 
 
 def test_the_demo_solver_refuses_a_client_without_ranks(dask):
-    from dapx.demo import solve
+    from dapx.cli.demo import solve
 
     with pytest.raises(ValueError, match="holds none"):
         solve(8, 2, backend=dask)

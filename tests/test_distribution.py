@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from dapx import DAPError, Distribution
-from dapx.maps import BlockMap, CyclicMap, UnstructuredMap
+from dapx.layout.maps import BlockMap, CyclicMap, UnstructuredMap
 from tests._strategies import SETTINGS, dicts_equal, distributions, to_v09
 
 

@@ -1,4 +1,4 @@
-"""`dapx.grid`: row-major rank <-> coordinates, neighbours, and MPI_Dims_create."""
+"""`dapx.layout.grid`: row-major rank <-> coordinates, neighbours, and MPI_Dims_create."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dapx.grid import ProcessGrid, default_grid, dims_create
+from dapx.layout.grid import ProcessGrid, default_grid, dims_create
 from tests._strategies import SETTINGS
 
 grid_shapes = st.lists(st.integers(1, 5), min_size=0, max_size=4).map(tuple)

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dapx
-from dapx import indexing
-from dapx.distribution import Distribution
-from dapx.maps import BlockMap
-from dapx.redistribute import gather
+from dapx.core import indexing
+from dapx.core.redistribution import gather
+from dapx.layout.distribution import Distribution
+from dapx.layout.maps import BlockMap
 
 SETTINGS = settings(
     max_examples=40,

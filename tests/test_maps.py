@@ -1,4 +1,4 @@
-"""Properties of the 1-D maps (`dapx.maps`), checked against the DAP rules."""
+"""Properties of the 1-D maps (`dapx.layout.maps`), checked against the DAP rules."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dapx import DAPError, protocol
-from dapx.maps import BlockMap, CyclicMap, Map, UnstructuredMap, even_bounds, map_from_dim_dicts
+from dapx.layout.maps import (
+    BlockMap,
+    CyclicMap,
+    Map,
+    UnstructuredMap,
+    even_bounds,
+    map_from_dim_dicts,
+)
 from tests._strategies import (
     SETTINGS,
     block_maps,

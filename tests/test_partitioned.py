@@ -22,8 +22,8 @@ import pytest
 import dapx
 from dapx.backends.base import Backend
 from dapx.backends.simulated import SimulatedBackend
-from dapx.maps import even_bounds
-from dapx.partitioned import check_partitioned, get_data
+from dapx.interop.partitioned import check_partitioned, get_data
+from dapx.layout.maps import even_bounds
 from dapx.testing import assert_eq, layout
 
 DTYPES = [np.float64, np.float32, np.int64, np.bool_, np.complex128]

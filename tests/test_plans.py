@@ -7,7 +7,7 @@ import pytest
 
 import dapx
 from dapx import Distribution, UnstructuredMap
-from dapx.plans import exchange_plan, simplify_index
+from dapx.exchange.plans import exchange_plan, simplify_index
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_arithmetic_plan_matches_the_element_by_element_plan(
     size, src_spec, dst_spec, nprocs, halo, monkeypatch
 ):
     """Block/cyclic pairs take an O(1) path; it must select what the general path selects."""
-    from dapx import plans
+    from dapx.exchange import plans
 
     def maps(spec, h):
         if spec == "b" and h:

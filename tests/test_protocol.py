@@ -15,10 +15,10 @@ import re
 
 import numpy as np
 import pytest
+from dapx.protocol import validate_distbuffer
 
 import dapx
 from dapx import Distribution
-from dapx.protocol import validate_distbuffer
 
 V10 = "0.10.0"
 V09 = "0.9.0"

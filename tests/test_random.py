@@ -6,11 +6,11 @@ the stream of call ``n``, stream ``s`` is the raw value of element ``i``.
 
 from __future__ import annotations
 
+import dapx.random as dr
 import numpy as np
 import pytest
 
 import dapx
-import dapx.random as dr
 from dapx.testing import LAYOUTS, assert_eq, layout
 
 SHAPES = [(0,), (1,), (17,), (5, 7), (0, 3), (3, 4, 5), (2, 0, 3)]

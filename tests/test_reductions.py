@@ -15,8 +15,8 @@ import pytest
 
 import dapx
 from dapx import Distribution
-from dapx.grid import dims_create
-from dapx.maps import BlockMap, CyclicMap, UnstructuredMap
+from dapx.layout.grid import dims_create
+from dapx.layout.maps import BlockMap, CyclicMap, UnstructuredMap
 
 SHAPES = {1: (11,), 2: (5, 7), 3: (3, 4, 5)}
 LAYOUTS = ["b", "ib", "c", "bc", "u", "us", "mixed"]
@@ -444,7 +444,7 @@ def test_padding_is_ignored(backend):
     a = dapx.asarray(x, dist=("b", "n"), padding=[1, 0], backend=backend)
     if not any(m.is_padded for m in a.distribution.maps):
         pytest.skip("one rank: no padding")
-    from dapx.redistribute import owned_positions
+    from dapx.exchange.plans import owned_positions
 
     for r, block in a.locals.items():  # garbage in the padding
         owned = np.zeros(block.shape, bool)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from dapx.protocol import validate_distbuffer
 from numpy.testing import assert_array_equal, assert_equal
 
 from dapx import Distribution
-from dapx.protocol import validate_distbuffer
 
 
 def f64(values) -> np.ndarray:

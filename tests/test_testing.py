@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dapx
-from dapx.maps import BlockMap, CyclicMap, UnstructuredMap
+from dapx.layout.maps import BlockMap, CyclicMap, UnstructuredMap
 from dapx.testing import LAYOUTS, assert_eq, distributed_arrays, distributions, layout
 
 SETTINGS = settings(
@@ -250,7 +250,7 @@ def test_without_the_fixture():
 
 def test_plugin_is_registered_by_entry_point(request):
     points = importlib.metadata.entry_points(group="pytest11")
-    assert any(p.name == "dapx" and p.value == "dapx.pytest_plugin" for p in points)
+    assert any(p.name == "dapx" and p.value == "dapx.testing.pytest_plugin" for p in points)
     assert request.config.pluginmanager.has_plugin("dapx")
 
 
@@ -297,7 +297,7 @@ def test_plugin_rejects_bad_rank_lists(pytester, value, message):
 
 
 def test_parse_ranks():
-    from dapx.pytest_plugin import parse_ranks
+    from dapx.testing.pytest_plugin import parse_ranks
 
     assert parse_ranks("1,2,4") == [1, 2, 4]
     assert parse_ranks(" 3 , 1,3 ") == [3, 1]

@@ -5,7 +5,7 @@ on the same object distributed with ``.dap.distribute`` in several layouts;
 results must stay distributed and, once gathered, equal the oracle
 (``xr.testing.assert_allclose``). While an operation runs, any gather
 fails the test: the gather warning threshold is 0 with `dapx.GatherWarning`
-as an error (hidden ``np.asarray``), and `dapx.redistribute.gather` itself
+as an error (hidden ``np.asarray``), and `dapx.core.redistribution.gather` itself
 (behind every explicit gather) is replaced by a function that raises.
 
 The tests take ``backend`` (1 to 6 simulated ranks, or ``dapx.mpi()``
@@ -96,7 +96,7 @@ def no_gather(monkeypatch):
     with monkeypatch.context() as m, warnings.catch_warnings():
         warnings.simplefilter("error", dapx.GatherWarning)
         m.setattr(dapx.config, "gather_warning_threshold", 0)
-        m.setattr(dapx.redistribute, "gather", refuse)
+        m.setattr(dapx.core.redistribution, "gather", refuse)
         yield
 
 
@@ -710,11 +710,11 @@ def test_unravel_index(backend):
 
 
 def test_einsum_with_ellipses_is_the_contraction_module():
-    """One einsum: `dapx.contraction` spells out ellipses itself (no module of its own)."""
+    """One einsum: `dapx.functions.contraction` spells out ellipses itself (no module of its own)."""
     import importlib.util
 
-    from dapx import contraction
-    from dapx.dispatch import HANDLED_FUNCTIONS
+    from dapx.core.dispatch import HANDLED_FUNCTIONS
+    from dapx.functions import contraction
 
     assert HANDLED_FUNCTIONS[np.einsum] is contraction.einsum
     assert contraction.expand_ellipsis("...ab,...b->...a", [(4, 2, 3), (3,)]) == "Aab,b->Aa"

@@ -1,10 +1,15 @@
 """dapx: distributed arrays that behave like NumPy arrays, built on the DAP.
 
 The public namespace is assembled block by block below; every name is listed
-in ``__all__``.
+in ``__all__``. The sub-packages are layers, each importing only those below
+it (see ARCHITECTURE.md): `layout` (DAP metadata), `exchange` (plans and their
+execution), `backends` (where blocks live), `core` (the array), `functions`
+(NumPy's functions), `interop` (xarray, dask, ``__partitioned__``).
 """
 
 from __future__ import annotations
+
+import sys
 
 from ._version import __version__
 
@@ -14,19 +19,19 @@ from .errors import DAPError
 
 __all__ += ["DAPError"]
 
-from .grid import ProcessGrid, default_grid, dims_create
+from .layout.grid import ProcessGrid, default_grid, dims_create
 
 __all__ += ["ProcessGrid", "default_grid", "dims_create"]
 
-from .maps import BlockMap, CyclicMap, Map, UnstructuredMap
+from .layout.maps import BlockMap, CyclicMap, Map, UnstructuredMap
 
 __all__ += ["BlockMap", "CyclicMap", "Map", "UnstructuredMap"]
 
-from .distribution import Distribution
+from .layout.distribution import Distribution
 
 __all__ += ["Distribution"]
 
-from . import protocol
+from .layout import protocol
 
 __all__ += ["protocol"]
 
@@ -62,11 +67,12 @@ __all__ += [
     "use_backend",
 ]
 
-from .array import DistributedArray
+from .core import remote as _remote  # noqa: F401 (registers the dask client's array handles)
+from .core.array import DistributedArray
 
 __all__ += ["DistributedArray"]
 
-from .creation import (
+from .core.creation import (
     arange,
     asarray,
     empty,
@@ -100,33 +106,25 @@ __all__ += [
     "zeros_like",
 ]
 
-from . import random, testing
+from . import functions as _functions  # noqa: F401 (registers the np.* implementations)
+from . import testing
+from .functions import random
 
 __all__ += ["random", "testing"]
 
-from . import contraction as _contraction  # noqa: F401 (registers np.* implementations)
-from . import joining as _joining  # noqa: F401 (registers np.* implementations)
-from . import linalg as _linalg  # noqa: F401 (registers np.* implementations)
-from . import manipulation as _manipulation  # noqa: F401 (registers np.* implementations)
-from . import nanreductions as _nanreductions  # noqa: F401 (registers np.* implementations)
-from . import quantiles as _quantiles  # noqa: F401 (registers np.* implementations)
-from . import reductions as _reductions  # noqa: F401 (registers np.* implementations)
-from . import scans as _scans  # noqa: F401 (registers np.* implementations)
-from . import shaping as _shaping  # noqa: F401 (registers np.* implementations)
-from . import sorting as _sorting  # noqa: F401 (registers np.* implementations)
-from . import statistics as _statistics  # noqa: F401 (registers np.* implementations)
-from .daskarray import from_dask
-from .partitioned import from_partitioned
+from .interop.dask_array import from_dask
+from .interop.partitioned import from_partitioned
 
 __all__ += ["from_dask", "from_partitioned"]
 
-from . import broadcasting as _broadcasting  # noqa: F401 (registers np.* implementations)
-from . import unravel as _unravel  # noqa: F401 (registers np.* implementations)
-from . import windows as _windows  # noqa: F401 (registers np.* implementations)
-from .overlap import map_overlap
+from .functions.overlap import map_overlap
 
 __all__ += ["map_overlap"]
 
-from ._xarray_hook import register_accessor_with_xarray as _register_xarray_accessor
+# The public modules keep the import paths they had before the layers were sub-packages.
+sys.modules[f"{__name__}.protocol"] = protocol
+sys.modules[f"{__name__}.random"] = random
 
-_register_xarray_accessor()  # the .dap accessor, without importing xarray (see _xarray_hook)
+from .interop.xarray.hook import register_accessor_with_xarray as _register_xarray_accessor
+
+_register_xarray_accessor()  # the .dap accessor, without importing xarray (see interop.xarray.hook)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .info import info_text
+from .cli.info import info_text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args, rest = parser.parse_known_args(argv)
     if args.command == "demo":
-        from .demo import main as demo
+        from .cli.demo import main as demo
 
         return demo(rest)
     if rest:

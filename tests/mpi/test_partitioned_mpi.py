@@ -107,7 +107,7 @@ def test_from_partitioned_spmd_and_handle_based(backend):
 def test_from_partitioned_bad_dict_raises_on_every_rank(backend):
     rank, n = backend.comm.rank, backend.nranks
     x = _data(10, seed=2)
-    bounds = [[int(b) for b in dapx.maps.even_bounds(10, n)]]
+    bounds = [[int(b) for b in dapx.layout.maps.even_bounds(10, n)]]
 
     desc = _producer(x, bounds, rank)
     if rank == n - 1:

@@ -173,7 +173,7 @@ def test_halo_exchange_runs_on_a_cartesian_communicator(backend, periodic):
 
 
 def test_halo_demo_equals_numpy(backend):
-    from dapx.demo import numpy_solution, solve
+    from dapx.cli.demo import numpy_solution, solve
 
     expected = numpy_solution(21, 40)
     grids = [None] + ([(2, backend.nranks // 2)] if backend.nranks % 2 == 0 else [])

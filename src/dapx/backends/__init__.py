@@ -23,8 +23,11 @@ __all__ = [
     "dask_backend",
     "default_backend",
     "get_backend",
+    "is_installed",
     "mpi_backend",
+    "mpi_world_size",
     "register_backend",
+    "resolve_backend",
     "set_backend",
     "simulated",
     "use_backend",
@@ -46,11 +49,11 @@ def available_backends() -> dict[str, bool]:
     return {name: bool(probe()) for name, probe in _REGISTRY.items()}
 
 
-def _installed(module: str) -> bool:
+def is_installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def _mpi_world_size() -> int:
+def mpi_world_size() -> int:
     """Processes in this job as the launcher tells it, without importing mpi4py."""
     for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
         if var in os.environ:
@@ -91,9 +94,18 @@ def default_backend() -> Backend:
         raise ValueError(f"DAPX_BACKEND must be 'mpi', 'simulated' or 'dask', got {choice!r}")
     if choice == "dask":
         return dask_backend()
-    if choice == "mpi" or (not choice and _mpi_world_size() > 1 and _installed("mpi4py")):
+    if choice == "mpi" or (not choice and mpi_world_size() > 1 and is_installed("mpi4py")):
         return mpi_backend()
     return simulated()
+
+
+def resolve_backend(backend: Backend | None) -> Backend:
+    """`backend` itself, or the current backend when it is None (a TypeError for anything else)."""
+    if backend is None:
+        return get_backend()
+    if not isinstance(backend, Backend):
+        raise TypeError(f"backend must be a dapx backend, got {backend!r}")
+    return backend
 
 
 def get_backend() -> Backend:
@@ -129,5 +141,5 @@ def use_backend(backend: Backend) -> Iterator[Backend]:
 
 
 register_backend("simulated", lambda: True)
-register_backend("mpi", lambda: _installed("mpi4py"))
-register_backend("dask", lambda: _installed("distributed"))
+register_backend("mpi", lambda: is_installed("mpi4py"))
+register_backend("dask", lambda: is_installed("distributed"))

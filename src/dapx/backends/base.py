@@ -14,18 +14,39 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Backend", "Cartesian"]
+from ..layout.grid import Cartesian
+
+__all__ = ["Backend", "Cartesian", "RemoteArrays", "remote_arrays"]
 
 
-class Cartesian(NamedTuple):
-    """A process grid a neighbour exchange follows: its shape and which dimensions wrap."""
+class RemoteArrays:
+    """How a backend whose ranks live in other processes meets the array layer.
 
-    shape: tuple[int, ...]
-    periods: tuple[bool, ...]
+    Backends import nothing above `dapx.layout`; `dapx.core` registers here
+    the array type the ranks hold and the client-side handle type
+    (`register`). `in_use` turns true once such a backend exists: only then
+    do public calls look for arrays held elsewhere (`dapx.core.guard`).
+    """
+
+    array_type: type | None = None
+    handle_type: type | None = None
+    in_use: bool = False
+
+    def register(self, array_type: type, handle_type: type) -> None:
+        """Register the arrays (`array_type`) and their client handles (`handle_type`).
+
+        ``handle_type(dist, backend, dtype, remote_id)`` builds a handle; its
+        ``remote_id`` and ``backend`` attributes give them back.
+        """
+        self.array_type, self.handle_type = array_type, handle_type
+
+
+#: The one registry of the array types remote backends exchange (see `RemoteArrays`).
+remote_arrays = RemoteArrays()
 
 
 class Backend(ABC):
@@ -110,7 +131,7 @@ class Backend(ABC):
         return exc
 
     def call(self, func: Callable, args=(), kwargs=None) -> Any:
-        """Run a public dapx call on ranks held by other processes (see `dapx.guard`).
+        """Run a public dapx call on ranks held by other processes (see `dapx.core.guard`).
 
         Only a backend whose process holds no rank (``local_ranks == ()``, the
         dask client) needs it: `collective` ships such calls here instead of
@@ -119,6 +140,14 @@ class Backend(ABC):
         raise NotImplementedError(
             f"{type(self).__name__} holds no rank in this process and cannot ship calls"
         )
+
+    def fetch(self, array_id, rank: int, padded: bool = False) -> np.ndarray:
+        """A copy of `rank`'s block of a remotely held array (its handle's ``remote_id``).
+
+        Only a backend whose process holds no rank (the dask client) needs it:
+        `dapx.core.remote.RemoteArray` fetches blocks with it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} holds its blocks in this process")
 
     def set_operation(self, description):
         """Record the dapx operation in progress (for debugging checks); return the old one."""

@@ -34,10 +34,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import RankError
-from ..remote import RemoteArray, copy_back, holds_ndarray
-from .base import Backend
+from .base import Backend, remote_arrays
 
-__all__ = ["DaskBackend", "RankActor", "RankBackend", "dask_backend"]
+__all__ = ["DaskBackend", "RankActor", "RankBackend", "copy_back", "dask_backend", "holds_ndarray"]
 
 
 # -- what travels between the client and the ranks ---------------------------------------------
@@ -189,13 +188,9 @@ class RankActor:
         a = self._store[array_id]
         return a.local_with_halo(self.rank) if padded else a.local(self.rank)
 
-    async def owned_block(self, array_id: int) -> np.ndarray:
-        """This rank's partition (owned elements, halo excluded), as `partitioned` gives it."""
-        from ..partitioned import partitioned
-
-        a = self._store[array_id]
-        pos = tuple(int(c) for c in a.distribution.coords(self.rank)) if a.ndim else ()
-        return np.array(partitioned(a)["partitions"][pos]["data"])
+    async def apply(self, array_id: int, func) -> Any:
+        """``func(array, rank)`` for this rank's array `array_id` (e.g. its owned block)."""
+        return func(self._store[array_id], self.rank)
 
     async def release(self, ids) -> None:
         for i in ids:
@@ -288,9 +283,7 @@ class RankActor:
                     del self._mail[k]
 
     def _export(self, inputs: dict, ids, value):
-        from ..array import DistributedArray
-
-        if not isinstance(value, DistributedArray):
+        if not isinstance(value, remote_arrays.array_type):
             return value
         if id(value) in inputs:
             return inputs[id(value)]
@@ -340,9 +333,9 @@ class DaskBackend(Backend):
     def __init__(self, client=None, nranks: int | None = None):
         from distributed import Client, LocalCluster
 
-        from .. import guard
-
-        guard.remote_backends = True  # from now on public calls look for arrays held remotely
+        if remote_arrays.handle_type is None:
+            raise RuntimeError("the dask backend needs dapx's array layer: import dapx")
+        remote_arrays.in_use = True  # from now on public calls look for arrays held remotely
         self._cluster = None
         if client is None:
             self._cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
@@ -425,10 +418,10 @@ class DaskBackend(Backend):
         def ship(v):
             if getattr(v, "_dapx_stateful", False):
                 stateful.append(v)
-            if isinstance(v, RemoteArray):
-                if v._backend is not self:
+            if isinstance(v, remote_arrays.handle_type):
+                if v.backend is not self:
                     raise ValueError("arrays of two different dask backends cannot be mixed")
-                return _Ref(v._remote_id)
+                return _Ref(v.remote_id)
             return _BACKEND if v is self else v
 
         shipped_args = _walk(list(args), ship)
@@ -477,7 +470,7 @@ class DaskBackend(Backend):
         if isinstance(value, _Ref):
             return self._handles[value.id]
         if isinstance(value, _Meta):
-            handle = RemoteArray(value.dist, self, value.dtype, value.id)
+            handle = remote_arrays.handle_type(value.dist, self, value.dtype, value.id)
             self._handles[value.id] = handle
             weakref.finalize(handle, self._released.append, value.id)
             return handle
@@ -533,3 +526,23 @@ def dask_backend(client=None, nranks: int | None = None) -> DaskBackend:
         Default: one on every worker process.
     """
     return DaskBackend(client, nranks)
+
+
+def holds_ndarray(out) -> bool:
+    """Whether `out` (an ``out=`` value) is or holds a NumPy array."""
+    items = out if isinstance(out, tuple) else (out,)
+    return any(isinstance(o, np.ndarray) for o in items)
+
+
+def copy_back(out, result):
+    """Write the ranks' results into the client's NumPy `out` arrays; return what NumPy would."""
+    outs = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) and isinstance(out, tuple) else (result,)
+    final = []
+    for o, r in zip(outs, results):
+        if isinstance(o, np.ndarray):
+            np.copyto(o, r)
+            final.append(o)
+        else:
+            final.append(r)
+    return tuple(final) if isinstance(result, tuple) and isinstance(out, tuple) else final[0]

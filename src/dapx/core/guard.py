@@ -1,0 +1,99 @@
+"""Failure containment for SPMD operations.
+
+Public dapx operations are wrapped with `collective`: when one fails on
+some process, the backend is told (`Backend.recover`) so that no other
+process is left waiting in a collective; on the simulated backend the
+exception simply propagates.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+
+from ..backends.base import remote_arrays
+from ..errors import RankError
+
+__all__ = ["collective"]
+
+class _Nesting(threading.local):
+    """How deep in public dapx calls this thread is (ranks of the dask backend are threads)."""
+
+    depth = 0
+
+
+_nesting = _Nesting()
+
+
+
+def _backend_of(args, kwargs):
+    from ..backends import Backend, get_backend
+    from .array import DistributedArray
+
+    backend = kwargs.get("backend")
+    if isinstance(backend, Backend):
+        return backend
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, DistributedArray):
+            return a.backend
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, DistributedArray):
+                    return b.backend
+    return get_backend()
+
+
+def _describe(name, args) -> tuple:
+    from .array import DistributedArray
+
+    return (name, tuple((a.shape, a.dtype.str) for a in args if isinstance(a, DistributedArray)))
+
+
+_DEBUG = os.environ.get("DAPX_DEBUG", "") not in ("", "0")
+
+
+def collective(func: Callable) -> Callable:
+    """Run `func` so that a failure on one rank reaches every rank."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nesting = _nesting
+        if nesting.depth:
+            return func(*args, **kwargs)
+        # The backend is looked up only when it is needed (a failure, the debug
+        # checks, or remote backends), so that the guard costs next to nothing per call.
+        remote = remote_arrays.in_use  # a backend whose ranks live elsewhere (dask) exists
+        backend = _backend_of(args, kwargs) if (_DEBUG or remote) else None
+        if remote and not backend.local_ranks:
+            return backend.call(wrapper, args, kwargs)  # the ranks live elsewhere: ship the call
+        previous = backend.set_operation(_describe(func.__qualname__, args)) if _DEBUG else None
+        nesting.depth += 1
+        try:
+            return func(*args, **kwargs)
+        except RankError:
+            raise
+        except Exception as exc:
+            outcome = (backend or _backend_of(args, kwargs)).recover(exc)
+            if outcome is exc:
+                raise
+            raise outcome from exc
+        finally:
+            nesting.depth -= 1
+            if _DEBUG:
+                backend.set_operation(previous)
+
+    return wrapper
+
+
+def raise_if_any_failed(backend, errors: dict, kind: type[Exception] = ValueError) -> None:
+    """Share each local rank's error (or None) and raise the first on every rank.
+
+    For checks that only some ranks can make (their own input), so that the
+    whole job raises the same exception instead of some ranks waiting.
+    """
+    messages = backend.allgather({r: (None if e is None else str(e)) for r, e in errors.items()})
+    for rank, message in enumerate(messages):
+        if message is not None:
+            raise kind(message if message.startswith("rank ") else f"rank {rank}: {message}")

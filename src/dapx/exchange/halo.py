@@ -1,0 +1,467 @@
+"""Halos (ghost cells): padded block layouts, halo updates and the interior.
+
+A *halo array* has ``ghost_edges`` block maps (`dapx.BlockMap`): each rank's
+buffer is its block of the domain surrounded by ghost cells, which are not
+part of the array's value (``a.shape`` is the domain; reductions, indexing
+and ``gather`` see the interior only). Ghost cells between ranks copy the
+neighbours' edges; those at a periodic edge copy the other end of the
+domain; those at a non-periodic domain edge hold a boundary condition.
+
+`update_halos` fills them in one exchange. Its plan is pure metadata,
+cached per (distribution, boundary kinds, local ranks): for every local rank
+and dimension, the buffer splits into a low ghost segment, the interior and
+a high ghost segment, each ghost position naming the *source* global index
+it copies (the neighbour's index, wrapped across a periodic edge, or mapped
+by the boundary condition the way `numpy.pad` maps it). The N-D product of
+those segments gives faces, edges and corners at once; each product is cut
+into pieces by the owning rank of the sources, and all pieces travel in one
+``Backend.alltoallv(..., sparse=True)``. Pieces whose source is a rank of
+this process are copied directly, with basic slicing wherever the indices
+allow it.
+
+Boundary conditions are spelled as in dask's ``map_overlap``:
+
+=================  =========================  ==============================
+``boundary``        ghost cells at the edge     `numpy.pad` mode
+=================  =========================  ==============================
+``"none"``/None     left as they are            (none)
+a number            that constant               ``"constant"``
+``"reflect"``       mirrored, edge repeated     ``"symmetric"``
+``"nearest"``       the edge value              ``"edge"``
+``"periodic"``      the other end               ``"wrap"``
+=================  =========================  ==============================
+
+# Note: dask's ``"reflect"`` repeats the edge value (``x[d-1::-1]``), which
+# is NumPy's ``"symmetric"``, not NumPy's ``"reflect"``.
+
+A dimension whose map is periodic always wraps; a single `boundary` value
+applies to the other dimensions, and a dict entry for a periodic axis must
+be ``"periodic"`` (or None/``"none"``).
+
+Edges and corners (ghost cells beyond the domain along several axes) are
+filled as `numpy.pad` fills them axis by axis, the axes left alone taken
+first: beyond a constant edge a cell gets the constant (of the last such
+axis); beyond a ``"none"`` edge along one axis and another condition along
+a second, it copies the ghost cell that condition names, so values kept in
+the ghost cells of one axis (Dirichlet walls) wrap, reflect or extend along
+the others.
+
+Working with a halo array ``a``:
+
+* ``a.local(r)`` / ``a.local_with_halo(r)`` are the padded buffers (the DAP
+  buffers); ``a.interior`` is the array without its halo, its blocks views of
+  the buffers (GDP-3's ``domain_view``).
+* Elementwise operations between arrays of one padded layout compute whole
+  buffers and keep the layout (the result's halo holds the operation applied
+  to the operands' halos); reductions, indexing, ``gather`` and the other
+  array functions act on the interior; results of the latter have no halo.
+* Stencils: call ``a.update_halos(...)``, then apply a NumPy kernel to each
+  local rank's padded buffer (``for r in a.backend.local_ranks``), or use
+  `dapx.map_overlap` (`dapx.functions.overlap`).
+
+Arrays laid out with DAP ``padding=`` (boundary padding inside the domain)
+are not halo arrays: `update_halos` fills their communication padding only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from itertools import pairwise, product
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..layout.distribution import Distribution
+from ..layout.grid import Cartesian
+from ..layout.maps import BlockMap, Map
+from ..layout.spec import by_axis
+from .execute import execute
+from .plans import as_index_array, simplify_index
+
+__all__ = [
+    "HaloPlan",
+    "boundary_kinds",
+    "cached_halo_plan",
+    "halo_plan",
+    "interior_distribution",
+    "interior_key",
+    "run_halo_plan",
+]
+
+_NAMES = {"none": "none", "reflect": "reflect", "nearest": "nearest", "edge": "nearest",
+          "periodic": "periodic", "wrap": "periodic"}  # fmt: skip
+
+
+# -- boundary conditions -----------------------------------------------------------------------
+
+
+def _one_boundary(spec, axis: int) -> tuple[str, Any]:
+    if spec is None:
+        return "none", None
+    if isinstance(spec, str):
+        if spec not in _NAMES:
+            raise ValueError(
+                f"axis {axis}: unknown boundary {spec!r}; use 'none', 'reflect', 'nearest' "
+                "(or 'edge'), 'periodic' or a number"
+            )
+        return _NAMES[spec], None
+    if isinstance(spec, (numbers.Number, np.generic)) and np.ndim(spec) == 0:
+        return "constant", spec
+    raise TypeError(
+        f"axis {axis}: a boundary is 'none', 'reflect', 'nearest', 'periodic' or a number, "
+        f"got {spec!r}"
+    )
+
+
+def boundary_kinds(boundary, dist: Distribution) -> tuple[tuple[str, ...], tuple]:
+    """The boundary kind and constant of every dimension of `dist`.
+
+    Parameters
+    ----------
+    boundary : str, number, None, or dict
+        One condition for every non-periodic dimension, or a dict
+        ``{axis: condition}`` (missing axes: ``"none"``).
+    dist : Distribution
+        Periodic dimensions of `dist` always wrap.
+
+    Returns
+    -------
+    kinds, values
+        ``kinds[k]`` is one of ``"none"``, ``"constant"``, ``"reflect"``,
+        ``"nearest"``, ``"periodic"``; ``values[k]`` the constant or None.
+
+    Examples
+    --------
+    >>> d = Distribution.create((4, 4), grid=(2, 1), periodic=(False, True))
+    >>> boundary_kinds({0: 0.5}, d)
+    (('constant', 'periodic'), (0.5, None))
+    >>> boundary_kinds("edge", d)[0]
+    ('nearest', 'periodic')
+    """
+    ndim = dist.ndim
+    explicit = [False] * ndim
+    if isinstance(boundary, Mapping):
+        specs = [None] * ndim
+        for axis, spec in by_axis(boundary, ndim, "boundary").items():
+            specs[axis] = spec
+            explicit[axis] = True
+    else:
+        specs = [boundary] * ndim
+    kinds, values = [], []
+    for k, (m, spec) in enumerate(zip(dist.maps, specs)):
+        kind, value = _one_boundary(spec, k)
+        if isinstance(m, BlockMap) and m.periodic:
+            if explicit[k] and kind not in ("periodic", "none"):
+                raise ValueError(
+                    f"axis {k} is periodic, so its halo wraps around; boundary {spec!r} "
+                    "cannot apply there"
+                )
+            kind, value = "periodic", None
+        kinds.append(kind)
+        values.append(value)
+    return tuple(kinds), tuple(values)
+
+
+def _sources(g: np.ndarray, n: int, kind: str) -> np.ndarray:
+    """Source index of each global index `g` (in or outside ``0..n-1``) under `kind`.
+
+    Outside the domain: -1 for "none" (the cell keeps its value), -2 for
+    "constant"; else as `numpy.pad` maps it ("periodic" = wrap, "reflect" =
+    symmetric, "nearest" = edge).
+    """
+    inside = (g >= 0) & (g < n)
+    if inside.all():
+        return g
+    if kind == "none":
+        return np.where(inside, g, -1)
+    if kind == "constant":
+        return np.where(inside, g, -2)
+    if n == 0:
+        raise ValueError(f"boundary {kind!r} needs data, but the dimension is empty")
+    if kind == "periodic":
+        return np.remainder(g, n)
+    if kind == "nearest":
+        return np.clip(g, 0, n - 1)
+    folded = np.remainder(g, 2 * n)  # "reflect": numpy.pad's symmetric mode, period 2n
+    return np.where(folded < n, folded, 2 * n - 1 - folded)
+
+
+# -- the per-dimension plan ---------------------------------------------------------------------
+
+
+class _Run(NamedTuple):
+    """Consecutive buffer positions whose sources one grid coordinate owns."""
+
+    owner: int  # grid coordinate along the dimension
+    src: slice | np.ndarray  # positions in the owner's buffer
+    dst: slice  # positions in this buffer
+    count: int
+    identity: bool  # the owner is this coordinate and src == dst (nothing to copy)
+
+
+class _Segment(NamedTuple):
+    """A run of buffer positions of one kind: data (with runs) or constant."""
+
+    kind: str  # "data" or "constant"
+    dst: slice
+    runs: tuple[_Run, ...]
+
+
+def _split_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of the maximal runs of equal values."""
+    if values.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(values)) + 1
+    edges = [0, *cuts.tolist(), values.size]
+    return list(pairwise(edges))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dim_segments(m: Map, c: int, kind: str) -> tuple[_Segment, ...]:
+    """The buffer of grid coordinate `c` of `m`, cut into segments with their sources."""
+    n = m.local_length(c)
+    if isinstance(m, BlockMap):
+        g = np.arange(m.start(c), m.stop(c), dtype=np.intp)  # unwrapped, may leave 0..size-1
+    else:
+        g = m.global_indices(c)
+    src = _sources(g, m.size, kind)
+    # A ghost cell left alone ("none") is its own source: it belongs to the rank at that
+    # edge, from which the ghost cells of other ranks beyond it (corners) copy.
+    left = src == -1
+    cls = np.where(src == -2, 1, 0)  # 0 data, 1 constant
+    segments = []
+    for a, b in _split_runs(cls):
+        if cls[a] == 1:
+            segments.append(_Segment("constant", slice(a, b), ()))
+            continue
+        inside = ~left[a:b]
+        owners = np.empty(b - a, np.intp)
+        local = np.empty(b - a, np.intp)
+        if inside.any():
+            owners[inside], local[inside] = m.owner(src[a:b][inside])
+        if not inside.all():
+            edge = np.where(g[a:b][~inside] < 0, 0, m.nprocs - 1)
+            starts = np.array([m.start(0), m.start(m.nprocs - 1)], np.intp)
+            owners[~inside] = edge
+            local[~inside] = g[a:b][~inside] - starts[np.sign(edge)]
+        # Split where the owner changes and where a rank's own interior starts or ends.
+        identity = (owners == c) & (local == np.arange(a, b))
+        runs = []
+        for i, j in _split_runs(owners * 2 + identity):
+            runs.append(_Run(int(owners[i]), simplify_index(local[i:j]), slice(a + i, a + j),
+                             j - i, bool(identity[i])))  # fmt: skip
+        segments.append(_Segment("data", slice(a, b), tuple(runs)))
+    if not segments and n:
+        raise AssertionError("unreachable: a non-empty buffer has segments")
+    return tuple(segments)
+
+
+def _key(parts: Sequence) -> tuple:
+    if all(isinstance(p, slice) for p in parts):
+        return tuple(parts)
+    return np.ix_(*[as_index_array(p) for p in parts])
+
+
+class _Piece(NamedTuple):
+    src_rank: int
+    src_key: tuple
+    dst_key: tuple
+    shape: tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def _rank_pieces(dist: Distribution, kinds: tuple[str, ...], rank: int):
+    """Everything `rank` receives, in canonical order, and the regions it fills locally.
+
+    Returns (pieces, fills): `_Piece` s from every source rank (self included,
+    identity copies left out), and ``(dst_key, axis)`` for constant regions,
+    `axis` being the dimension whose constant applies (the last one, as in
+    `numpy.pad`, which pads the axes in order).
+    """
+    coords = dist.coords(rank)
+    per_dim = [_dim_segments(m, c, kind) for m, c, kind in zip(dist.maps, coords, kinds)]
+    pieces, fills = [], []
+    for combo in product(*per_dim):
+        if any(s.kind == "constant" for s in combo):
+            axis = max(k for k, s in enumerate(combo) if s.kind == "constant")
+            if all(s.dst.stop > s.dst.start for s in combo):
+                fills.append((tuple(s.dst for s in combo), axis))
+            continue
+        for runs in product(*(s.runs for s in combo)):
+            if all(r.identity for r in runs):
+                continue
+            shape = tuple(r.count for r in runs)
+            if not math.prod(shape):
+                continue
+            src_rank = dist.grid.rank(tuple(r.owner for r in runs)) if runs else 0
+            pieces.append(
+                _Piece(src_rank, _key([r.src for r in runs]), tuple(r.dst for r in runs), shape)
+            )
+    return tuple(pieces), tuple(fills)
+
+
+def _owners_per_coord(m: Map, kind: str) -> list[set[int]]:
+    """For each grid coordinate of `m`, the coordinates its buffer copies from."""
+    return [
+        {r.owner for s in _dim_segments(m, c, kind) for r in s.runs if not r.identity} | {c}
+        for c in range(m.nprocs)
+    ]
+
+
+class HaloPlan:
+    """The local side of a halo update: direct copies, packed sends and receives, fills.
+
+    Built by `halo_plan` (cached). ``copies`` are pieces whose source rank
+    is held by this process; ``sends[s]`` lists, for a local source rank,
+    ``(src_key, offset, count, shape)`` in its packed buffer (ordered by
+    destination rank, then by the destination's canonical order) with the
+    per-rank ``counts``; ``recvs[d]`` lists ``(src_rank, dst_key, offset,
+    count, shape)`` into what `d` receives from that rank; ``fills[d]`` the
+    constant regions. ``exchange`` says whether any rank receives from a
+    rank of another process, i.e. whether the all-to-all must run;
+    ``topology`` is the process grid it follows (a `Cartesian`).
+    """
+
+    __slots__ = ("_buffers", "copies", "exchange", "fills", "recvcounts", "recvs", "sends",
+                 "topology")  # fmt: skip
+
+    def __init__(self, copies, sends, recvs, recvcounts, fills, exchange, topology):
+        self.topology = topology
+        self.copies = copies
+        self.sends = sends
+        self.recvs = recvs
+        self.recvcounts = recvcounts
+        self.fills = fills
+        self.exchange = exchange
+        self._buffers: dict = {}
+
+    def send_buffer(self, rank: int, dtype: np.dtype) -> np.ndarray:
+        """The preallocated pack buffer of local rank `rank` for `dtype`."""
+        buf = self._buffers.get((rank, dtype))
+        if buf is None:
+            buf = np.empty(int(self.sends[rank][0].sum()), dtype)
+            self._buffers[(rank, dtype)] = buf
+        return buf
+
+
+@functools.lru_cache(maxsize=256)
+def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int, ...]):
+    """The cached `HaloPlan` of `local_ranks` for `dist` under boundary `kinds`."""
+    nranks = dist.nranks
+    local = set(local_ranks)
+    copies, recvs, recvcounts, fills = [], {}, {}, {}
+    for d in local_ranks:
+        pieces, fills[d] = _rank_pieces(dist, kinds, d)
+        remote = sorted((p for p in pieces if p.src_rank not in local), key=lambda p: p.src_rank)
+        copies.extend((p.src_rank, d, p.src_key, p.dst_key) for p in pieces
+                      if p.src_rank in local)  # fmt: skip
+        counts = np.zeros(nranks, np.intp)
+        items, offsets = [], {}
+        for p in remote:
+            n = math.prod(p.shape)
+            offset = offsets.get(p.src_rank, 0)
+            items.append((p.src_rank, p.dst_key, offset, n, p.shape))
+            offsets[p.src_rank] = offset + n
+            counts[p.src_rank] += n
+        recvs[d], recvcounts[d] = tuple(items), counts
+    # Senders: the ranks that may copy from each local rank, found dimension by dimension.
+    owners = [_owners_per_coord(m, kind) for m, kind in zip(dist.maps, kinds)]
+    sends = {}
+    for s in local_ranks:
+        cs = dist.coords(s)
+        candidates = [[c for c, o in enumerate(owners[k]) if cs[k] in o] for k in range(dist.ndim)]
+        counts = np.zeros(nranks, np.intp)
+        items, offset = [], 0
+        for dc in product(*candidates):
+            d = dist.grid.rank(dc) if dist.ndim else 0
+            if d in local:
+                continue
+            for p in _rank_pieces(dist, kinds, d)[0]:
+                if p.src_rank == s:
+                    n = math.prod(p.shape)
+                    items.append((d, p.src_key, offset, n, p.shape))
+                    counts[d] += n
+                    offset += n
+        items.sort(key=lambda it: it[0])  # rank order; stable within a destination
+        offset, packed = 0, []
+        for _, key, _, n, shape in items:
+            packed.append((key, offset, n, shape))
+            offset += n
+        sends[s] = (counts, tuple(packed))
+    exchange = len(local) < nranks and any(len(o) > 1 for per in owners for o in per)
+    periods = tuple(bool(getattr(m, "periodic", False)) for m in dist.maps)
+    topology = Cartesian(tuple(dist.grid.shape), periods)
+    return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange, topology)
+
+
+def run_halo_plan(plan: HaloPlan, blocks: Mapping[int, np.ndarray], dtype, backend,
+                  values: Sequence) -> None:  # fmt: skip
+    """Fill the ghost cells of `blocks` in place."""
+    for s, d, src_key, dst_key in plan.copies:
+        blocks[d][dst_key] = blocks[s][src_key]
+    if plan.exchange:
+        execute(blocks, plan.sends, plan.recvcounts, plan.recvs, blocks, dtype, backend,
+                sparse=plan.topology, send_buffer=plan.send_buffer)  # fmt: skip
+    for d, regions in plan.fills.items():
+        block = blocks[d]
+        for key, axis in regions:
+            block[key] = values[axis]
+
+
+def _hashable(boundary):
+    if isinstance(boundary, Mapping):
+        return ("dict", tuple(boundary.items()))
+    return boundary
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_plan(dist: Distribution, boundary, local_ranks: tuple[int, ...]):
+    if isinstance(boundary, tuple) and boundary and boundary[0] == "dict":
+        boundary = dict(boundary[1])
+    kinds, values = boundary_kinds(boundary, dist)
+    return halo_plan(dist, kinds, local_ranks), values
+
+
+# -- the interior ----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def interior_distribution(dist: Distribution) -> Distribution:
+    """`dist` without padding on its block dimensions: the layout of ``a.interior``.
+
+    The same object is returned for equal distributions, so that the
+    interiors of arrays with one layout share one distribution.
+
+    >>> d = Distribution.create((8, 6), grid=(2, 1), halo=1)
+    >>> interior_distribution(d).local_shape(0), d.local_shape(0)
+    ((4, 6), (6, 8))
+    """
+    if not dist.is_padded:
+        return dist
+    maps = [BlockMap(m.size, m.bounds, periodic=m.periodic)
+            if isinstance(m, BlockMap) and m.is_padded else m for m in dist.maps]  # fmt: skip
+    return Distribution(maps, dist.grid)
+
+
+@functools.lru_cache(maxsize=1024)
+def interior_key(dist: Distribution, rank: int) -> tuple:
+    key = []
+    for m, c in zip(dist.maps, dist.coords(rank)):
+        if isinstance(m, BlockMap):
+            lo = m.ghost_widths(c)[0]
+            key.append(slice(lo, lo + m.num_owned(c)))
+        else:
+            key.append(slice(None))
+    return tuple(key)
+
+
+def cached_halo_plan(dist: Distribution, boundary, local_ranks: tuple[int, ...]):
+    """The `HaloPlan` and boundary values of `local_ranks` for `dist` (cached when hashable)."""
+    try:
+        return _cached_plan(dist, _hashable(boundary), local_ranks)
+    except TypeError:  # an unhashable boundary (a list: rejected by boundary_kinds)
+        kinds, values = boundary_kinds(boundary, dist)
+        return halo_plan(dist, kinds, local_ranks), values

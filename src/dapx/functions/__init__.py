@@ -1,0 +1,26 @@
+"""NumPy's functions on distributed arrays, written once for every backend.
+
+Each module registers its implementations with `dapx.core.dispatch.implements`;
+importing this package registers them all.
+"""
+
+from __future__ import annotations
+
+from . import (  # noqa: F401 (each module registers its np.* implementations)
+    broadcasting,
+    contraction,
+    joining,
+    linalg,
+    manipulation,
+    nanreductions,
+    overlap,
+    quantiles,
+    random,
+    reductions,
+    scans,
+    shaping,
+    sorting,
+    statistics,
+    unravel,
+    windows,
+)
