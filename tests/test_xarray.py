@@ -710,7 +710,7 @@ def test_unravel_index(backend):
 
 
 def test_einsum_with_ellipses_is_the_contraction_module():
-    """One einsum: `dapx.functions.contraction` spells out ellipses itself (no module of its own)."""
+    """One einsum: `dapx.functions.contraction` spells out ellipses (no module of its own)."""
     import importlib.util
 
     from dapx.core.dispatch import HANDLED_FUNCTIONS

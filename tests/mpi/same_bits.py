@@ -14,7 +14,7 @@ import dapx
 
 
 def main(out: str, nranks: int) -> None:
-    backend = dapx.default_backend() if dapx.backends._mpi_world_size() > 1 else None
+    backend = dapx.default_backend() if dapx.backends.mpi_world_size() > 1 else None
     backend = backend or dapx.simulated(nranks)
     x = np.random.default_rng(7).standard_normal((31, 17))
     results = {}
@@ -25,7 +25,7 @@ def main(out: str, nranks: int) -> None:
         results[f"{name}_sum"] = np.asarray(float(np.sum(a)))
         results[f"{name}_std"] = np.asarray(float(np.std(a)))
         results[f"{name}_mean0"] = np.mean(a, axis=0).gather()
-    if dapx.backends._mpi_world_size() <= 1 or backend.comm.rank == 0:
+    if dapx.backends.mpi_world_size() <= 1 or backend.comm.rank == 0:
         np.savez(out, **results)
     backend.barrier()
 

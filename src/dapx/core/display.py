@@ -14,7 +14,9 @@ def _describe_dims(a) -> str:
     from ..layout.maps import CyclicMap
 
     def short(m) -> str:  # block-cyclic as "c2", everything else as the Distribution repr
-        return f"c{m.block_size}" if isinstance(m, CyclicMap) and m.block_size > 1 else describe_map(m)
+        if isinstance(m, CyclicMap) and m.block_size > 1:
+            return f"c{m.block_size}"
+        return describe_map(m)
 
     return "(" + ", ".join(short(m) for m in a.distribution.maps) + ")"
 

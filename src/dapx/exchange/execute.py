@@ -17,7 +17,7 @@ import numpy as np
 
 from .plans import ExchangePlan
 
-__all__ = ["Blocks", "SendItem", "RecvItem", "execute", "run_plan"]
+__all__ = ["Blocks", "RecvItem", "SendItem", "execute", "run_plan"]
 
 #: The local blocks of an array: rank -> NumPy array.
 Blocks = dict[int, np.ndarray]
@@ -48,7 +48,10 @@ def execute(
     """
     packed = {}
     for s, (counts, items) in sends.items():
-        buffer = np.empty(int(counts.sum()), dtype) if send_buffer is None else send_buffer(s, dtype)
+        if send_buffer is None:
+            buffer = np.empty(int(counts.sum()), dtype)
+        else:
+            buffer = send_buffer(s, dtype)
         block = sources[s]
         for key, offset, n, shape in items:
             np.copyto(buffer[offset : offset + n].reshape(shape), block[key])

@@ -15,7 +15,7 @@ __all__ = ["register_accessor_with_xarray"]
 
 
 class _XarrayLoader:
-    """xarray's own loader, which imports `dapx.interop.xarray.accessor` once xarray's module has run."""
+    """xarray's own loader, which imports `dapx.interop.xarray.accessor` once xarray has run."""
 
     def __init__(self, loader, hook: _XarrayHook):
         self._loader = loader
