@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import dapx
 from dapx.layout.grid import ProcessGrid, default_grid, dims_create
 from tests._strategies import SETTINGS
 
@@ -362,3 +363,17 @@ def test_default_grid_errors():
         default_grid((4, 2.5), 4)
     with pytest.raises(ValueError, match="6"):
         default_grid((4, 4), 6, dims=(4, 0))
+
+
+@pytest.mark.parametrize("flag", [True, np.True_, np.False_])
+def test_a_boolean_is_no_count_anywhere_in_the_layout(flag):
+    # Grid sizes, ranks, rank counts and map sizes share one integer check: booleans,
+    # NumPy's included, are rejected everywhere alike.
+    with pytest.raises(TypeError, match="must be an integer"):
+        dapx.ProcessGrid((flag, 2))
+    with pytest.raises(TypeError, match="must be an integer"):
+        dapx.dims_create(flag, 1)
+    with pytest.raises(TypeError, match="must be an integer"):
+        dapx.BlockMap(flag, nprocs=1)
+    with pytest.raises(TypeError, match="must be an integer"):
+        dapx.CyclicMap(4, 2, block_size=flag)

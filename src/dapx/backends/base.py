@@ -53,9 +53,9 @@ class Backend(ABC):
     """Abstract backend: a small required core and defaults built on it.
 
     Required: `nranks`, `local_ranks`, `allgather`, `alltoallv`, `bcast`,
-    `barrier`. The defaults of `map_blocks` and `combine` run local work
-    eagerly and reduce partials in rank order; a backend whose blocks live
-    elsewhere overrides them.
+    `barrier`. The default `combine` reduces partials in rank order. Per-rank
+    work is not the backend's: the array layer runs it on the blocks of
+    `local_ranks` itself, the same on every backend.
     """
 
     name: str = "abstract"
@@ -108,10 +108,6 @@ class Backend(ABC):
         """Wait until every rank arrives."""
 
     # -- defaults built on the core -------------------------------------------------
-    def map_blocks(self, func: Callable, *blocks: Mapping[int, Any], **kwargs) -> dict:
-        """``{rank: func(blocks[0][rank], blocks[1][rank], ..., **kwargs)}`` for local ranks."""
-        return {r: func(*(b[r] for b in blocks), **kwargs) for r in self.local_ranks}
-
     def combine(self, partials: Mapping[int, Any], op: Callable[[Any, Any], Any]) -> Any:
         """Reduce one partial per rank with `op`, strictly in rank order.
 

@@ -25,15 +25,17 @@ from ..layout.protocol import PROTOCOL_VERSION
 from .dispatch import HANDLED_FUNCTIONS, array_method
 from .elision import install_eliding_operators
 from .guard import collective
+from .methods import ArrayMethods
+from .operators import power_ufunc
 
-__all__ = ["DistributedArray"]
+__all__ = ["DistributedArray", "new_array"]
 
 #: The 0-d distribution: one "rank" on a grid of no dimensions; 0-d arrays
 #: are replicated, every process holding the same scalar.
 SCALAR = Distribution(())
 
 
-class DistributedArray(NDArrayOperatorsMixin):
+class DistributedArray(ArrayMethods, NDArrayOperatorsMixin):
     """A NumPy-like array distributed over the ranks of a backend.
 
     Build one with the creation functions (`dapx.asarray`, `dapx.zeros`,
@@ -61,23 +63,10 @@ class DistributedArray(NDArrayOperatorsMixin):
         backend: Backend,
         dtype: Any = None,
     ):
-        if dist.ndim and dist.nranks != backend.nranks:
-            raise ValueError(
-                f"the distribution has {dist.nranks} ranks (grid {dist.grid_shape}) but the "
-                f"backend has {backend.nranks}"
-            )
-        locals_ = dict(locals_)
-        if set(locals_) != set(backend.local_ranks):
-            raise ValueError(
-                f"expected local arrays for ranks {list(backend.local_ranks)}, "
-                f"got {sorted(locals_)}"
-            )
-        if dtype is None:
-            dtype = next(iter(locals_.values())).dtype
-        self._dist = dist
-        self._backend = backend
-        self._dtype = np.dtype(dtype)
-        self._locals = locals_
+        # The public, checked door to `new_array`, the one constructor of arrays.
+        a = new_array(dist, locals_, backend, dtype, check=True)
+        self._dist, self._backend = a._dist, a._backend
+        self._locals, self._dtype = a._locals, a._dtype
 
     # -- attributes ---------------------------------------------------------------------
     @property
@@ -115,7 +104,13 @@ class DistributedArray(NDArrayOperatorsMixin):
 
     @property
     def locals(self) -> MappingProxyType:
-        """Read-only mapping rank -> local NumPy array, for this process's ranks."""
+        """Read-only mapping rank -> local NumPy array, for this process's ranks.
+
+        The block API of dapx's own operation modules too: read blocks with
+        ``a.locals[rank]`` or ``a.locals.items()``, write into them in place
+        (they are NumPy arrays), and build results from a ``{rank: block}``
+        dict with `new_array`. The mapping itself cannot be changed.
+        """
         return MappingProxyType(self._locals)
 
     def __len__(self) -> int:
@@ -232,7 +227,7 @@ class DistributedArray(NDArrayOperatorsMixin):
 
         setitem(self.interior if self._dist.has_halo else self, key, value)
 
-    # -- halos (implemented in halo.py) ---------------------------------------------------------
+    # -- halos (core/halos.py; the plans in exchange/halo.py) -----------------------------------
     def update_halos(self, boundary=None) -> None:
         """Fill every rank's ghost cells in place, in one exchange (collective).
 
@@ -276,120 +271,20 @@ class DistributedArray(NDArrayOperatorsMixin):
         """The padded local array of `rank`, ghost cells included (same as `local`)."""
         return self._locals[self._rank(rank)]
 
-    # -- NumPy-style methods (implemented in reductions.py and manipulation.py) -------------
-    # reductions.py, scans.py, statistics.py: thin delegates with NumPy's signatures
-    def sum(self, *args, **kwargs):
-        return np.sum(self, *args, **kwargs)
+    # -- operators NumPy does not spell as one ufunc call ------------------------------------
+    # Note: as ``ndarray``'s, ``a ** 2`` is ``np.square(a)`` (bool -> int8), and for inexact
+    # dtypes ``a ** -1`` is ``np.reciprocal(a)`` and ``a ** 0.5`` is ``np.sqrt(a)``.
+    def __pow__(self, other):
+        if getattr(type(other), "__array_ufunc__", True) is None:
+            return NotImplemented
+        ufunc = power_ufunc(self._dtype, other)
+        return ufunc(self) if ufunc.nin == 1 else ufunc(self, other)
 
-    def prod(self, *args, **kwargs):
-        return np.prod(self, *args, **kwargs)
-
-    def mean(self, *args, **kwargs):
-        return np.mean(self, *args, **kwargs)
-
-    def std(self, *args, **kwargs):
-        return np.std(self, *args, **kwargs)
-
-    def var(self, *args, **kwargs):
-        return np.var(self, *args, **kwargs)
-
-    def min(self, *args, **kwargs):
-        return np.min(self, *args, **kwargs)
-
-    def max(self, *args, **kwargs):
-        return np.max(self, *args, **kwargs)
-
-    def argmin(self, *args, **kwargs):
-        return np.argmin(self, *args, **kwargs)
-
-    def argmax(self, *args, **kwargs):
-        return np.argmax(self, *args, **kwargs)
-
-    def any(self, *args, **kwargs):
-        return np.any(self, *args, **kwargs)
-
-    def all(self, *args, **kwargs):
-        return np.all(self, *args, **kwargs)
-
-    def cumsum(self, *args, **kwargs):
-        return np.cumsum(self, *args, **kwargs)
-
-    def cumprod(self, *args, **kwargs):
-        return np.cumprod(self, *args, **kwargs)
-
-    # Note: ndarray.ptp was removed in NumPy 2.0; this one remains, as np.ptp.
-    def ptp(self, *args, **kwargs):
-        return np.ptp(self, *args, **kwargs)
-
-    # manipulation.py, shaping.py, sorting.py
-    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        return array_method("astype")(self, dtype, order, casting, subok, copy)
-
-    def copy(self, order="C"):
-        return np.copy(self, order=order)
-
-    def conj(self):
-        return np.conjugate(self)
-
-    def conjugate(self):
-        return np.conjugate(self)
-
-    @property
-    def real(self):
-        return array_method("part")(self, "real")
-
-    @real.setter
-    def real(self, value):
-        array_method("set_part")(self, "real", value)
-
-    @property
-    def imag(self):
-        return array_method("part")(self, "imag")
-
-    @imag.setter
-    def imag(self, value):
-        array_method("set_part")(self, "imag", value)
-
-    @property
-    def T(self):
-        return np.transpose(self)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (int, np.integer))):
-            axes = axes[0]
-        return np.transpose(self, axes if axes != () else None)
-
-    def swapaxes(self, axis1, axis2):
-        return np.swapaxes(self, axis1, axis2)
-
-    def reshape(self, *shape, order="C", copy=None):
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
-        return np.reshape(self, shape, order=order, copy=copy)
-
-    def ravel(self, order="C"):
-        return np.ravel(self, order=order)
-
-    def flatten(self, order="C"):
-        return np.copy(np.ravel(self, order=order))
-
-    def squeeze(self, axis=None):
-        return np.squeeze(self, axis=axis)
-
-    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
-        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
-
-    def searchsorted(self, v, side="left", sorter=None):
-        return np.searchsorted(self, v, side=side, sorter=sorter)
-
-    def nonzero(self):
-        return np.nonzero(self)
-
-    def clip(self, min=None, max=None, out=None, **kwargs):
-        return np.clip(self, min, max, out=out, **kwargs)
-
-    def round(self, decimals=0, out=None):
-        return np.round(self, decimals=decimals, out=out)
+    def __ipow__(self, other):
+        if getattr(type(other), "__array_ufunc__", True) is None:
+            return NotImplemented
+        ufunc = power_ufunc(self._dtype, other)
+        return ufunc(self, out=(self,)) if ufunc.nin == 1 else ufunc(self, other, out=(self,))
 
     # -- scalars (0-d) ------------------------------------------------------------------------
     def _scalar(self):
@@ -445,21 +340,7 @@ class DistributedArray(NDArrayOperatorsMixin):
 
         return html_repr(self)
 
-    # -- internal constructors --------------------------------------------------------------------
-    @classmethod
-    def _wrap(cls, dist: Distribution, locals_: dict, backend: Backend) -> DistributedArray:
-        """Internal constructor without checks, for results built from checked operands."""
-        self = object.__new__(cls)
-        self._dist = dist
-        self._backend = backend
-        self._locals = locals_
-        self._dtype = next(iter(locals_.values())).dtype
-        return self
-
-    def _new(self, dist: Distribution, locals_: Mapping[int, np.ndarray], dtype=None):
-        return DistributedArray(dist, locals_, self._backend, dtype)
-
-    # -- interop: __partitioned__ and dask (implemented in partitioned.py) ----------------------
+    # -- interop: __partitioned__ and dask (registered by dapx.interop.partitioned, .dask_array) -
     @property
     def __partitioned__(self) -> dict:
         """The ``__partitioned__`` dict of this block-distributed array (no communication).
@@ -476,6 +357,71 @@ class DistributedArray(NDArrayOperatorsMixin):
     def __deepcopy__(self, memo) -> DistributedArray:
         """`numpy.copy`: the same layout and backend, each local block copied (no communication)."""
         return np.copy(self)
+
+
+def new_array(
+    dist: Distribution,
+    blocks: Mapping[int, np.ndarray],
+    backend: Backend,
+    dtype: Any = None,
+    *,
+    check: bool = False,
+    copy_scalars: bool = False,
+) -> DistributedArray:
+    """The one constructor of arrays inside dapx: a layout, ``{rank: block}`` and a backend.
+
+    Parameters
+    ----------
+    dist : Distribution
+        The layout of the result.
+    blocks : dict
+        One block per local rank of `backend`. Without `check` the array
+        takes this dict over as it is (no copy): pass a dict nobody else
+        keeps, e.g. ``dict(x.locals)`` to share another array's blocks.
+    backend : Backend
+        Where the blocks live.
+    dtype : dtype, optional
+        The array's dtype; default the first block's.
+    check : bool, default False
+        Check, as the public `DistributedArray` constructor does, that `dist`
+        and `backend` have the same number of ranks and that `blocks` has one
+        block per local rank (raising ValueError), and copy the dict. Results
+        built from checked operands skip it: then the call costs no more than
+        setting four attributes.
+    copy_scalars : bool, default False
+        For a 0-d `dist`: give each rank its own 0-d array, ``np.array(block)``
+        (blocks may then be NumPy scalars, or one array shared by all ranks,
+        which an in-place write through one rank would otherwise change for all).
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> from dapx.core.array import new_array
+    >>> a = dapx.arange(6, backend=dapx.simulated(2))
+    >>> b = new_array(a.distribution, {r: -x for r, x in a.locals.items()}, a.backend)
+    >>> b.local(1)
+    array([-3, -4, -5])
+    """
+    if copy_scalars and not dist.ndim:
+        blocks = {r: np.array(b) for r, b in blocks.items()}
+    if check:
+        if dist.ndim and dist.nranks != backend.nranks:
+            raise ValueError(
+                f"the distribution has {dist.nranks} ranks (grid {dist.grid_shape}) but the "
+                f"backend has {backend.nranks}"
+            )
+        blocks = dict(blocks)
+        if set(blocks) != set(backend.local_ranks):
+            raise ValueError(
+                f"expected local arrays for ranks {list(backend.local_ranks)}, "
+                f"got {sorted(blocks)}"
+            )
+    a = object.__new__(DistributedArray)
+    a._dist = dist
+    a._backend = backend
+    a._locals = blocks
+    a._dtype = next(iter(blocks.values())).dtype if dtype is None else np.dtype(dtype)
+    return a
 
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic)

@@ -26,7 +26,7 @@ from ..exchange.plans import outer_index, simplify_index
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from ..layout.protocol import validate_distbuffer
-from .array import SCALAR, DistributedArray
+from .array import SCALAR, DistributedArray, new_array
 from .guard import collective, raise_if_any_failed
 
 __all__ = [
@@ -85,7 +85,7 @@ def _local_index(dist: Distribution, rank: int):
 
 
 def _build(dist, backend, make: Callable[[int], np.ndarray], dtype=None) -> DistributedArray:
-    return DistributedArray(dist, {r: make(r) for r in backend.local_ranks}, backend, dtype)
+    return new_array(dist, {r: make(r) for r in backend.local_ranks}, backend, dtype)
 
 
 def _build_indexed(dist, backend, make: Callable[[tuple], np.ndarray], dtype=None):
@@ -379,7 +379,7 @@ def from_distarray(x, backend: Backend | None = None) -> DistributedArray:
     dtypes = backend.allgather({r: n.buffer.dtype.str for r, n in normal.items()})
     if len(set(dtypes)) != 1:
         raise DAPError(f"ranks disagree on the buffer dtype: {dtypes} (in rank order)")
-    return DistributedArray(dist, {r: n.buffer for r, n in normal.items()}, backend)
+    return new_array(dist, {r: n.buffer for r, n in normal.items()}, backend, check=True)
 
 
 def _as_halo(m):
@@ -454,4 +454,4 @@ def from_local(blocks, axis: int = 0, backend: Backend | None = None) -> Distrib
     shape = list(first_shape)
     shape[axis] = int(bounds[-1])
     dist = Distribution.create(tuple(shape), specs, grid)
-    return DistributedArray(dist, arrays, backend, np.dtype(first_dtype))
+    return new_array(dist, arrays, backend, first_dtype, check=True)

@@ -21,21 +21,20 @@ import numpy as np
 
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
+from .array import SCALAR, DistributedArray, new_array
 from .dispatch import array_method
 
-__all__ = ["apply_ufunc", "broadcast_distribution", "local_operands", "result_layout"]
-
-
-_ARRAY_TYPE: type | None = None
+__all__ = [
+    "apply_ufunc",
+    "blockwise",
+    "broadcast_distribution",
+    "local_operands",
+    "result_layout",
+]
 
 
 def _distributed(x) -> bool:
-    global _ARRAY_TYPE
-    if _ARRAY_TYPE is None:  # imported late: array.py imports this module's callers
-        from .array import DistributedArray
-
-        _ARRAY_TYPE = DistributedArray
-    return isinstance(x, _ARRAY_TYPE)
+    return isinstance(x, DistributedArray)
 
 
 _PY_SCALARS = (int, float, complex, bool)
@@ -50,7 +49,7 @@ def _same_layout_fast_path(ufunc, inputs, kwargs):
     """
     lead = None
     for x in inputs:
-        if type(x) is _ARRAY_TYPE:
+        if type(x) is DistributedArray:
             if lead is None:
                 lead = x
             elif x._dist is not lead._dist or x._backend is not lead._backend:
@@ -61,9 +60,9 @@ def _same_layout_fast_path(ufunc, inputs, kwargs):
         return None
     results = {}
     for r in lead._backend.local_ranks:
-        results[r] = ufunc(*[x._locals[r] if type(x) is _ARRAY_TYPE else x for x in inputs],
+        results[r] = ufunc(*[x._locals[r] if type(x) is DistributedArray else x for x in inputs],
                            **kwargs)  # fmt: skip
-    return _ARRAY_TYPE._wrap(lead._dist, results, lead._backend)
+    return new_array(lead._dist, results, lead._backend)
 
 
 def broadcast_distribution(dist: Distribution, shape: tuple[int, ...]) -> Distribution:
@@ -123,8 +122,6 @@ def result_layout(operands, out=None):
                 f"the broadcast shape {shape}"
             )
     elif not shape:
-        from .array import SCALAR
-
         target = SCALAR
     else:
         lead = next((x for x in distributed if x.ndim), None)
@@ -185,7 +182,7 @@ def _interiors_for_out(out, operands):
 
 
 def _call(ufunc, inputs, kwargs):
-    if "out" not in kwargs and "where" not in kwargs and _ARRAY_TYPE is not None:
+    if "out" not in kwargs and "where" not in kwargs:
         fast = _same_layout_fast_path(ufunc, inputs, kwargs)
         if fast is not None:
             return fast
@@ -203,27 +200,34 @@ def _call(ufunc, inputs, kwargs):
     if out and len(out) != ufunc.nout:
         raise ValueError(f"{ufunc.__name__} has {ufunc.nout} outputs, got {len(out)} in out=")
     aligned = local_operands(operands, target, backend)
-    if has_where:
-        where_blocks = aligned.pop()
-    results = {}
-    for r in backend.local_ranks:
-        args = [a[r] for a in aligned]
-        kw = dict(kwargs)
-        if out:
-            kw["out"] = tuple(o._locals[r] for o in out)
-        if has_where:
-            kw["where"] = where_blocks[r]
-        res = ufunc(*args, **kw)
-        results[r] = res if isinstance(res, tuple) else (res,)
+    where_blocks = aligned.pop() if has_where else None
+    args = {r: [a[r] for a in aligned] for r in backend.local_ranks}
+    out_blocks = [o._locals for o in out] if out else None
+    wrapped = blockwise(ufunc, args, kwargs, ufunc.nout, target, backend, out_blocks, where_blocks)
     if out:
         return given_out if len(given_out) > 1 else given_out[0]
-    from .array import DistributedArray
-
-    wrapped = tuple(
-        DistributedArray(target, {r: np.asarray(results[r][i]) for r in results}, backend)
-        for i in range(ufunc.nout)
-    )
     return wrapped if ufunc.nout > 1 else wrapped[0]
+
+
+def blockwise(func, args, kwargs, nout, target, backend, out=None, where=None) -> tuple:
+    """``func(*args[r], **kwargs)`` on every local rank: the `nout` results laid out by `target`.
+
+    `out` (``{rank: block}`` dicts, one per output) and `where` (one such
+    dict) give each rank's ``out=`` and ``where=`` blocks.
+    """
+    results = {}
+    for r in backend.local_ranks:
+        kw = dict(kwargs)
+        if out:
+            kw["out"] = tuple(o[r] for o in out)
+        if where is not None:
+            kw["where"] = where[r]
+        res = func(*args[r], **kw)
+        results[r] = res if isinstance(res, tuple) else (res,)
+    return tuple(
+        new_array(target, {r: np.asarray(results[r][i]) for r in results}, backend)
+        for i in range(nout)
+    )
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):

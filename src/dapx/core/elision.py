@@ -7,6 +7,14 @@ array of peak memory) unless it does the same, which this module does for
 DistributedArray: when the left operand of an arithmetic operator is such a
 temporary whose local blocks nobody else can see, the result is written
 into it with ``out=``.
+
+Whether the left operand is a temporary is read from its reference count,
+which is exact only where the interpreter holds a strong reference to every
+operand on its stack: CPython 3.10 to 3.13 with the GIL. CPython 3.14 loads
+local variables onto the stack as borrowed references (NumPy changed its own
+elision for it), so a named variable could look like a temporary there, and
+free-threaded builds defer reference counts; on those interpreters, and on
+other implementations, the operators are NumPy's plain ones.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ import sys
 
 import numpy as np
 
-__all__ = ["install_eliding_operators"]
+from .operators import power_ufunc
+
+__all__ = ["ELISION_ENABLED", "install_eliding_operators", "refcounts_are_exact"]
 
 # References to the left operand seen from inside the operator method when it
 # is a temporary: the interpreter's, the method's `self`, and getrefcount's.
@@ -33,6 +43,23 @@ _OPERATORS = {
     "__or__": np.bitwise_or,
     "__xor__": np.bitwise_xor,
 }
+
+
+def refcounts_are_exact(implementation: str, version: tuple[int, int], gil_enabled: bool) -> bool:
+    """Whether ``sys.getrefcount`` sees the interpreter's own reference to an operand.
+
+    >>> refcounts_are_exact("cpython", (3, 13), True), refcounts_are_exact("cpython", (3, 14), True)
+    (True, False)
+    """
+    return implementation == "cpython" and (3, 10) <= tuple(version) <= (3, 13) and gil_enabled
+
+
+#: Whether this interpreter elides temporaries (see the module notes).
+ELISION_ENABLED = refcounts_are_exact(
+    sys.implementation.name,
+    sys.version_info[:2],
+    getattr(sys, "_is_gil_enabled", lambda: True)(),  # 3.13+; older builds always have the GIL
+)
 
 
 def _blocks_private(array) -> bool:
@@ -65,20 +92,23 @@ def _can_write_into(self, other, ufunc) -> bool:
         n not in (1, m) for n, m in zip(shape[::-1], self.shape[::-1])
     ):
         return False
+    inputs = (self.dtype,) if ufunc.nin == 1 else (self.dtype, other_dtype)
     try:
-        dtypes = ufunc.resolve_dtypes((self.dtype, other_dtype, None))
-    except (TypeError, np._core._exceptions._UFuncNoLoopError):
+        dtypes = ufunc.resolve_dtypes((*inputs, None))
+    except TypeError:  # no loop for these dtypes (NumPy's UFuncTypeError is a TypeError)
         return False
-    return dtypes[2] == self.dtype and _blocks_private(self)
+    return dtypes[-1] == self.dtype and _blocks_private(self)
 
 
 def _make(name, ufunc):
     def operator(self, other):
         if getattr(type(other), "__array_ufunc__", True) is None:
             return NotImplemented
-        if sys.getrefcount(self) <= _TEMPORARY_REFS and _can_write_into(self, other, ufunc):
-            return ufunc(self, other, out=self)
-        return ufunc(self, other)
+        temporary = sys.getrefcount(self) <= _TEMPORARY_REFS  # before any new reference
+        func = power_ufunc(self.dtype, other) if ufunc is np.power else ufunc
+        if temporary and _can_write_into(self, other, func):
+            return func(self, out=self) if func.nin == 1 else func(self, other, out=self)
+        return func(self) if func.nin == 1 else func(self, other)
 
     operator.__name__ = name
     operator.__doc__ = f"``{ufunc.__name__}`` that reuses a temporary left operand's buffers."
@@ -86,6 +116,8 @@ def _make(name, ufunc):
 
 
 def install_eliding_operators(cls) -> None:
-    """Replace `cls`'s forward arithmetic operators with eliding ones."""
+    """Replace `cls`'s forward arithmetic operators with eliding ones, where that is safe."""
+    if not ELISION_ENABLED:
+        return
     for name, ufunc in _OPERATORS.items():
         setattr(cls, name, _make(name, ufunc))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..backends.base import remote_arrays
 from ..errors import RankError
 
-__all__ = ["collective"]
+__all__ = ["backend_of", "collective", "raise_if_any_failed"]
 
 class _Nesting(threading.local):
     """How deep in public dapx calls this thread is (ranks of the dask backend are threads)."""
@@ -28,7 +28,8 @@ _nesting = _Nesting()
 
 
 
-def _backend_of(args, kwargs):
+def backend_of(args, kwargs, default: bool = True):
+    """The backend of a call's arrays (or its ``backend=``), else the current one or None."""
     from ..backends import Backend, get_backend
     from .array import DistributedArray
 
@@ -42,7 +43,7 @@ def _backend_of(args, kwargs):
             for b in a:
                 if isinstance(b, DistributedArray):
                     return b.backend
-    return get_backend()
+    return get_backend() if default else None
 
 
 def _describe(name, args) -> tuple:
@@ -65,7 +66,7 @@ def collective(func: Callable) -> Callable:
         # The backend is looked up only when it is needed (a failure, the debug
         # checks, or remote backends), so that the guard costs next to nothing per call.
         remote = remote_arrays.in_use  # a backend whose ranks live elsewhere (dask) exists
-        backend = _backend_of(args, kwargs) if (_DEBUG or remote) else None
+        backend = backend_of(args, kwargs) if (_DEBUG or remote) else None
         if remote and not backend.local_ranks:
             return backend.call(wrapper, args, kwargs)  # the ranks live elsewhere: ship the call
         previous = backend.set_operation(_describe(func.__qualname__, args)) if _DEBUG else None
@@ -75,7 +76,7 @@ def collective(func: Callable) -> Callable:
         except RankError:
             raise
         except Exception as exc:
-            outcome = (backend or _backend_of(args, kwargs)).recover(exc)
+            outcome = (backend or backend_of(args, kwargs)).recover(exc)
             if outcome is exc:
                 raise
             raise outcome from exc

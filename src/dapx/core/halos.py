@@ -7,6 +7,7 @@ pure metadata in `dapx.exchange.halo`, whose notes describe halo arrays.
 from __future__ import annotations
 
 from ..exchange.halo import cached_halo_plan, interior_distribution, interior_key, run_halo_plan
+from .array import new_array
 from .guard import collective
 
 __all__ = ["interior", "update_halos"]
@@ -30,4 +31,4 @@ def interior(a):
         return a
     dist = interior_distribution(a._dist)
     blocks = {r: b[interior_key(a._dist, r)] for r, b in a._locals.items()}
-    return type(a)._wrap(dist, blocks, a._backend)
+    return new_array(dist, blocks, a._backend, a._dtype)

@@ -32,7 +32,7 @@ import numpy as np
 from ..exchange.execute import run_plan
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap, CyclicMap
-from .array import SCALAR, DistributedArray
+from .array import SCALAR, DistributedArray, new_array
 from .guard import raise_if_any_failed
 from .redistribution import align, gather, redistribute
 from .slicing import (
@@ -304,23 +304,24 @@ def _basic_get(x, items) -> DistributedArray:
     if x.ndim == 0:
         n = len(items)
         if not n:
-            return x._new(SCALAR, {r: x._locals[r][...] for r in local}, x.dtype)
+            return new_array(SCALAR, {r: x._locals[r][...] for r in local}, x.backend, x.dtype)
         bounds = np.array([0] + [1] * x.backend.nranks)
         dist = Distribution([BlockMap(1, bounds)] + [BlockMap(1, nprocs=1)] * (n - 1))
         blocks = {r: x._locals[r][(None,) * n][: 1 if r == 0 else 0] for r in local}
-        return x._new(dist, blocks, x.dtype)
+        return new_array(dist, blocks, x.backend, x.dtype)
     if all(it[0] == "i" for it in items):
         # Note: NumPy returns a scalar here; this is a 0-d array, replicated on every
         # rank from the owner's value (float(), int(), .item() give the scalar).
         rank, where = _scalar_owner(x, items)
         value = x._locals[rank][where] if rank in x._locals else None
         value = x.backend.bcast(value, root=rank)
-        return x._new(SCALAR, {r: np.array(value, dtype=x.dtype) for r in local}, x.dtype)
+        blocks = {r: np.array(value, dtype=x.dtype) for r in local}
+        return new_array(SCALAR, blocks, x.backend, x.dtype)
     lay = basic_layout(x.distribution, _basic_key(items))
     blocks = {
         r: _local_get(x._locals[r], lay.local_key(r), lay.dist.local_shape(r)) for r in local
     }
-    return x._new(lay.dist, blocks, x.dtype)
+    return new_array(lay.dist, blocks, x.backend, x.dtype)
 
 
 def _basic_set(x, items, value) -> None:
@@ -376,7 +377,7 @@ class _FancyPlan:
                   for r in x.backend.local_ranks}  # fmt: skip
         out = _run(lay.Vs, lay.Dt, lay.perm, None, blocks, x.dtype, x.backend)
         result = {r: b.reshape(lay.final_d.local_shape(r)) for r, b in out.items()}
-        return x._new(lay.final_d, result, x.dtype)
+        return new_array(lay.final_d, result, x.backend, x.dtype)
 
     def set(self, value) -> None:
         x, lay, pB = self.x, self.lay, self.lay.pB
@@ -474,7 +475,7 @@ class _RequestPlan:
             out = out.reshape(self.tB.local_shape(r) + tuple(full))
             out = np.moveaxis(out, tuple(range(nb)), tuple(range(pB, pB + nb)))
             result[r] = out.reshape(self.final_d.local_shape(r))
-        return x._new(self.final_d, result, x.dtype)
+        return new_array(self.final_d, result, x.backend, x.dtype)
 
     def set(self, value) -> None:
         x, backend, pB, nb = self.x, self.x.backend, self.lay.pB, len(self.B)
@@ -543,9 +544,10 @@ class _MaskPlan:
             maps = [BlockMap(m.size, nprocs=P if i == j else 1) for i, m in enumerate(lead)]
             self.rb = Distribution(maps + [one_to_one_map(m) for m in rest])
         trail = (BlockMap(1, nprocs=1),) * (x.ndim - k)
-        self.mexp = mask._new(
+        self.mexp = new_array(
             Distribution(mask.distribution.maps + trail),
             {r: b.reshape(b.shape + (1,) * (x.ndim - k)) for r, b in mask._locals.items()},
+            mask.backend,
             np.bool_,
         )
         self.mask_rb = self._lead_mask(self.rb)
@@ -577,7 +579,7 @@ class _MaskPlan:
     def get(self) -> DistributedArray:
         xr = self._source()
         blocks = {r: xr._locals[r][self._mask(r)] for r in self.x.backend.local_ranks}
-        return self.x._new(self.result, blocks, self.x.dtype)
+        return new_array(self.result, blocks, self.x.backend, self.x.dtype)
 
     def set(self, value) -> None:
         x, local = self.x, self.x.backend.local_ranks

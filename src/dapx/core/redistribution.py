@@ -17,6 +17,7 @@ from ..exchange.plans import (
 )
 from ..layout.distribution import Distribution
 from ..layout.spec import with_halo
+from .array import new_array
 
 __all__ = ["align", "gather", "redistribute"]
 
@@ -69,9 +70,11 @@ def redistribute(x, dist=None, grid=None, **options):
             f"has {x.backend.nranks}"
         )
     if x.ndim == 0:
-        return x._new(target, {r: b.copy() for r, b in x._locals.items()})
-    plan = exchange_plan(x.distribution, target, x.backend.local_ranks)
-    return x._new(target, run_plan(plan, x._locals, x.dtype, x.backend))
+        blocks = {r: b.copy() for r, b in x._locals.items()}
+    else:
+        plan = exchange_plan(x.distribution, target, x.backend.local_ranks)
+        blocks = run_plan(plan, x._locals, x._dtype, x._backend)
+    return new_array(target, blocks, x._backend, x._dtype)
 
 
 def gather(x) -> np.ndarray:

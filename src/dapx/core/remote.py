@@ -13,8 +13,9 @@ import numpy as np
 
 from ..backends.base import remote_arrays
 from ..backends.dask import copy_back, holds_ndarray
-from .array import DistributedArray, _implementation
+from .array import DistributedArray, _implementation, new_array
 from .dispatch import array_method
+from .methods import ArrayMethods
 
 __all__ = ["RemoteArray"]
 
@@ -114,7 +115,7 @@ class RemoteArray(DistributedArray):
         backend = simulated(self._backend.nranks)
         blocks = {r: self.local_with_halo(r) if self._dist.ndim else self.local(r)
                   for r in backend.local_ranks}  # fmt: skip
-        return DistributedArray(self._dist, blocks, backend, self._dtype)
+        return new_array(self._dist, blocks, backend, self._dtype)
 
     def gather(self) -> np.ndarray:
         """The whole array on the client: each rank's block is fetched once."""
@@ -171,7 +172,8 @@ _CLIENT_SIDE = {"distribution", "backend", "shape", "dtype", "ndim", "size", "nb
 
 
 def _install_forwarders() -> None:
-    for name, attr in vars(DistributedArray).items():
+    members = {**vars(ArrayMethods), **vars(DistributedArray)}
+    for name, attr in members.items():
         if name.startswith("_") or name in _CLIENT_SIDE or name in vars(RemoteArray):
             continue
         if isinstance(attr, property):

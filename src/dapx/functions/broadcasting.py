@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.elementwise import broadcast_distribution
 from ..core.redistribution import align
@@ -41,19 +41,19 @@ def broadcast_to(array, shape, subok=False):
     np.broadcast_to(np.broadcast_to(np.empty((), np.int8), array.shape), shape)
     backend = array.backend
     if not shape:
-        return DistributedArray(SCALAR, dict(array._locals), backend, array.dtype)
+        return new_array(SCALAR, dict(array.locals), backend, array.dtype)
     if array.ndim == 0:
         from ..core.creation import make_distribution
 
         target = make_distribution(shape, backend=backend)
-        value = array._locals[backend.local_ranks[0]]
+        value = array.locals[backend.local_ranks[0]]
         blocks = {r: np.broadcast_to(value, target.local_shape(r)) for r in backend.local_ranks}
-        return DistributedArray(target, blocks, backend, array.dtype)
+        return new_array(target, blocks, backend, array.dtype)
     target = broadcast_distribution(clean_distribution(array.distribution), shape)
     aligned = align(array, target)
     blocks = {r: np.broadcast_to(b, target.local_shape(r), subok=subok)
               for r, b in aligned.items()}  # fmt: skip
-    return DistributedArray(target, blocks, backend, array.dtype)
+    return new_array(target, blocks, backend, array.dtype)
 
 
 @implements(np.broadcast_arrays)

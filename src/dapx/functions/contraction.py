@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..exchange.execute import run_plan
 from ..exchange.plans import exchange_plan, simplify_index
@@ -152,7 +152,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     distributed = [k for k, a in enumerate(arrays) if isinstance(a, DistributedArray) and a.ndim]
     backend = next(a for a in arrays if isinstance(a, DistributedArray)).backend
     if not distributed:  # only replicated 0-d operands and NumPy arrays
-        values = [a._locals[backend.local_ranks[0]] if isinstance(a, DistributedArray) else a
+        values = [a.locals[backend.local_ranks[0]] if isinstance(a, DistributedArray) else a
                   for a in arrays]  # fmt: skip
         result = from_replicated(np.einsum(subscripts, *values, **kwargs), backend)
         return result if out is None else write_into(out, result)
@@ -186,7 +186,7 @@ def _contract(arrays, inputs, rhs, sizes, lead, backend, optimize, kwargs):
             blocks.append(_align_operand(a, sub, letters, layout))
             subs.append(letters)
         elif isinstance(a, DistributedArray):
-            blocks.append({r: a._locals[r] for r in ranks})
+            blocks.append({r: a.locals[r] for r in ranks})
             subs.append("")
         else:
             blocks.append({r: _slice_operand(a, sub, letters, layout, r) for r in ranks})
@@ -199,7 +199,7 @@ def _contract(arrays, inputs, rhs, sizes, lead, backend, optimize, kwargs):
     dtype = partial[ranks[0]].dtype
     if not reduced:
         dist = Distribution([layout.maps[letters.index(c)] for c in kept]) if kept else None
-        result = (DistributedArray(dist, partial, backend, dtype) if kept
+        result = (new_array(dist, partial, backend, dtype) if kept
                   else from_replicated(partial[ranks[0]], backend))  # fmt: skip
     elif not kept:
         total = backend.combine(partial, np.add)
@@ -219,7 +219,7 @@ def _align_operand(a, sub, letters, layout) -> dict:
     ordered = [sub[i] for i in order]
     it = iter(a.distribution.maps)
     src = Distribution([next(it) if c in ordered else BlockMap(1, nprocs=1) for c in letters])
-    blocks = {r: b.reshape(src.local_shape(r)) for r, b in a._locals.items()}
+    blocks = {r: b.reshape(src.local_shape(r)) for r, b in a.locals.items()}
     if src == layout:
         return blocks
     plan = exchange_plan(src, layout, a.backend.local_ranks)
@@ -254,4 +254,4 @@ def _reduce_partials(partial, letters, kept, reduced, layout, backend, dtype):
     where = tuple(k for k, c in enumerate(axes) if c in reduced)
     summed = {r: np.sum(b, axis=where, dtype=dtype) for r, b in moved.items()}
     dist = Distribution([target.maps[k] for k, c in enumerate(axes) if c not in reduced])
-    return DistributedArray(dist, summed, backend, dtype)
+    return new_array(dist, summed, backend, dtype)

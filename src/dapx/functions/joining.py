@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.redistribution import redistribute
 from ..exchange.execute import run_plan
@@ -79,9 +79,9 @@ def _fill_slab(blocks: dict, a, target: Distribution, axis: int, start: int, bac
     ranks = backend.local_ranks
     if isinstance(a, DistributedArray):
         if a.ndim and a.distribution == sub:
-            moved = a._locals
+            moved = a.locals
         else:
-            moved = run_plan(exchange_plan(a.distribution, sub, ranks), a._locals, a.dtype,
+            moved = run_plan(exchange_plan(a.distribution, sub, ranks), a.locals, a.dtype,
                              backend)  # fmt: skip
     else:
         moved = {r: a[_global_key(sub, r)] for r in ranks}
@@ -153,7 +153,7 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     for a in arrays:
         _fill_slab(blocks, a, target, axis, start, backend)
         start += a.shape[axis]
-    result = DistributedArray(target, blocks, backend, result_dtype)
+    result = new_array(target, blocks, backend, result_dtype)
     return result if out is None else write_into(out, result)
 
 
@@ -326,7 +326,7 @@ def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
         if earlier:  # the corners: the earlier axes' edges of the (small) slab
             maps = [target.maps[j] if j < k else m for j, m in enumerate(slab.distribution.maps)]
             slab = take(slab, earlier, Distribution(maps, dist.grid))
-        remote[k] = slab._locals
+        remote[k] = slab.locals
     blocks = {}
     for r in backend.local_ranks:
         own = owned_block(x, r)
@@ -354,7 +354,7 @@ def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
                     out[region] = out[(*[slice(None)] * k, simplify_index(positions),
                                        *middle[k + 1 :])]  # fmt: skip
         blocks[r] = out
-    return x._new(target, blocks, x.dtype)
+    return new_array(target, blocks, x.backend, x.dtype)
 
 
 @implements(np.roll)
@@ -392,7 +392,7 @@ def _edge_operand(value, a, axis: int):
     if isinstance(value, DistributedArray):
         if value.ndim:
             return value
-        value = value._locals[value.backend.local_ranks[0]]
+        value = value.locals[value.backend.local_ranks[0]]
     value = np.asanyarray(value)
     if value.ndim == 0:
         shape = list(a.shape)

@@ -27,7 +27,7 @@ import string
 
 import numpy as np
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements, implements_method
 from ..layout.distribution import Distribution
 from .shaping import write_into
@@ -55,12 +55,12 @@ def _ring_matmul(a: DistributedArray, b: DistributedArray) -> DistributedArray:
     right = b.redistribute(Distribution.create((k, n), ("b", "n"), nranks=nranks))
     bounds = right.distribution.maps[0].bounds
     ranks = backend.local_ranks
-    held = {r: np.ascontiguousarray(right._locals[r]) for r in ranks}
+    held = {r: np.ascontiguousarray(right.locals[r]) for r in ranks}
     result: dict[int, np.ndarray] = {}
     for step in range(nranks):
         for r in ranks:
             s = (r + step) % nranks
-            part = np.matmul(left._locals[r][:, bounds[s] : bounds[s + 1]], held[r])
+            part = np.matmul(left.locals[r][:, bounds[s] : bounds[s + 1]], held[r])
             if step == 0:
                 result[r] = part.astype(dtype, copy=False)
             else:
@@ -68,7 +68,7 @@ def _ring_matmul(a: DistributedArray, b: DistributedArray) -> DistributedArray:
         if step < nranks - 1:
             held = _pass_left(held, bounds, step, n, dtype, backend)
     dist = Distribution.create((m, n), ("b", "n"), nranks=nranks)
-    return DistributedArray(dist, result, backend, dtype)
+    return new_array(dist, result, backend, dtype)
 
 
 def _pass_left(held: dict, bounds, step: int, n: int, dtype, backend) -> dict:

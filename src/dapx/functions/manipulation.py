@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from ..core import creation
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements, implements_method
 from ..core.elementwise import local_operands, result_layout
 from ..core.guard import collective
@@ -81,10 +81,10 @@ def _blockwise(func, operands: list, out=None, **kwargs) -> DistributedArray:
         for j, i in enumerate(present):
             args[i] = aligned[j][r]
         if out is not None:
-            func(*args, out=out._locals[r], **kwargs)
+            func(*args, out=out.locals[r], **kwargs)
         else:
             results[r] = np.asarray(func(*args, **kwargs))
-    return out if out is not None else DistributedArray(target, results, backend)
+    return out if out is not None else new_array(target, results, backend)
 
 
 @implements(np.where)
@@ -238,7 +238,7 @@ def nonzero(a):
     y = _in_rows(a)
     backend = y.backend
     bounds = y.distribution.maps[0].bounds
-    found = {r: np.nonzero(y._locals[r]) for r in backend.local_ranks}
+    found = {r: np.nonzero(y.locals[r]) for r in backend.local_ranks}
     counts = backend.allgather({r: int(f[0].size) for r, f in found.items()})
     dist = Distribution([BlockMap(sum(counts), np.concatenate(([0], np.cumsum(counts))))])
     result = []
@@ -247,7 +247,7 @@ def nonzero(a):
         for r, f in found.items():
             offset = bounds[y.distribution.coords(r)[0]] if k == 0 else 0
             blocks[r] = (f[k] + offset).astype(np.intp)
-        result.append(DistributedArray(dist, blocks, backend, np.intp))
+        result.append(new_array(dist, blocks, backend, np.intp))
     return tuple(result)
 
 
@@ -263,12 +263,12 @@ def argwhere(a):
            [3]])
     """
     if a.ndim == 0:
-        value = a._locals[a.backend.local_ranks[0]]
+        value = a.locals[a.backend.local_ranks[0]]
         return from_replicated(np.argwhere(value), a.backend)
     idx = nonzero(a)
     dist = Distribution([idx[0].distribution.maps[0], BlockMap(a.ndim, nprocs=1)])
-    blocks = {r: np.stack([i._locals[r] for i in idx], axis=1) for r in a.backend.local_ranks}
-    return DistributedArray(dist, blocks, a.backend, np.intp)
+    blocks = {r: np.stack([i.locals[r] for i in idx], axis=1) for r in a.backend.local_ranks}
+    return new_array(dist, blocks, a.backend, np.intp)
 
 
 @implements(np.flatnonzero)
@@ -480,8 +480,8 @@ def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dtype = np.dtype(dtype)
     if not copy and dtype == x.dtype:
         return x
-    return x._new(x.distribution, {r: b.astype(dtype, casting=casting)
-                                   for r, b in x._locals.items()}, dtype)  # fmt: skip
+    blocks = {r: b.astype(dtype, casting=casting) for r, b in x.locals.items()}
+    return new_array(x.distribution, blocks, x.backend, dtype)
 
 
 @implements(np.astype)
@@ -509,8 +509,9 @@ def part(x: DistributedArray, name: str) -> DistributedArray:
     >>> part(a, "imag").gather(), np.shares_memory(part(a, "real").local(0), a.local(0))
     (array([ 2., -1.]), True)
     """
-    blocks = {r: getattr(b, name) for r, b in x._locals.items()}
-    return x._new(x.distribution, blocks, getattr(np.empty(0, x.dtype), name).dtype)
+    blocks = {r: getattr(b, name) for r, b in x.locals.items()}
+    dtype = getattr(np.empty(0, x.dtype), name).dtype
+    return new_array(x.distribution, blocks, x.backend, dtype)
 
 
 @implements(np.real)
@@ -559,7 +560,7 @@ def set_part(x: DistributedArray, name: str, value) -> None:
     if np.broadcast_shapes(shape, x.shape) != x.shape:
         raise ValueError(f"could not broadcast input array from shape {shape} into shape {x.shape}")
     aligned = local_operands([value], x.distribution, x.backend)[0]
-    for r, block in x._locals.items():
+    for r, block in x.locals.items():
         key = () if not x.ndim else _owned_key(x.distribution, r)
         target = getattr(block, name)
         target[key] = np.broadcast_to(aligned[r], block.shape)[key]

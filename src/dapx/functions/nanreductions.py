@@ -14,10 +14,19 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
-from .reduction_engine import Blocks, any_true, as_distributed, single_out, spmd_warnings, store
-from .reductions import Axis, _arg, _NoValue, _reduce, prod, sum
+from .reduction_engine import (
+    Axis,
+    Blocks,
+    NoValue,
+    any_true,
+    as_distributed,
+    single_out,
+    spmd_warnings,
+    store,
+)
+from .reductions import _arg, _reduce, prod, sum
 
 __all__ = [
     "nanargmax",
@@ -34,13 +43,13 @@ def replace_nan(a: DistributedArray, value) -> tuple[DistributedArray, Blocks | 
     """`a` with NaNs replaced by `value`, and the NaN masks (None for exact dtypes)."""
     if a.dtype.kind not in "fc":
         return a, None
-    masks = {r: np.isnan(b) for r, b in a._locals.items()}
+    masks = {r: np.isnan(b) for r, b in a.locals.items()}
     blocks = {}
-    for r, b in a._locals.items():
+    for r, b in a.locals.items():
         c = b.copy()
         np.copyto(c, value, where=masks[r])
         blocks[r] = c
-    return a._new(a.distribution, blocks, a.dtype), masks
+    return new_array(a.distribution, blocks, a.backend, a.dtype), masks
 
 
 @implements(np.nansum)
@@ -50,7 +59,7 @@ def nansum(
     dtype=None,
     out=None,
     keepdims=False,
-    initial=_NoValue,
+    initial=NoValue,
     where=True,
 ) -> DistributedArray:
     """Sum treating NaN as zero, as `numpy.nansum`.
@@ -71,7 +80,7 @@ def nanprod(
     dtype=None,
     out=None,
     keepdims=False,
-    initial=_NoValue,
+    initial=NoValue,
     where=True,
 ) -> DistributedArray:
     """Product treating NaN as one, as `numpy.nanprod`.
@@ -91,7 +100,7 @@ def _nan_extremum(ufunc, a, axis, out, keepdims, initial, where):
     a = as_distributed(a, out)
     res = _reduce(ufunc, a, axis, None, None, keepdims, initial, where)
     if a.dtype.kind in "fc" and any_true(
-        {r: np.isnan(b) for r, b in res._locals.items()}, a.backend
+        {r: np.isnan(b) for r, b in res.locals.items()}, a.backend
     ):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
     return store(res, out)
@@ -102,9 +111,9 @@ def nanmax(
     a: DistributedArray,
     axis: Axis = None,
     out=None,
-    keepdims=_NoValue,
-    initial=_NoValue,
-    where=_NoValue,
+    keepdims=NoValue,
+    initial=NoValue,
+    where=NoValue,
 ) -> DistributedArray:
     """Maximum ignoring NaNs, as `numpy.nanmax` (warns on all-NaN slices).
 
@@ -120,9 +129,9 @@ def nanmin(
     a: DistributedArray,
     axis: Axis = None,
     out=None,
-    keepdims=_NoValue,
-    initial=_NoValue,
-    where=_NoValue,
+    keepdims=NoValue,
+    initial=NoValue,
+    where=NoValue,
 ) -> DistributedArray:
     """Minimum ignoring NaNs, as `numpy.nanmin` (warns on all-NaN slices).
 
@@ -148,7 +157,7 @@ def _nan_arg(a, axis, out, keepdims, which):
         if a.ndim:
             all_nan = _reduce(
                 np.logical_and,
-                a._new(a.distribution, masks, bool),
+                new_array(a.distribution, dict(masks), a.backend, bool),
                 axes,
                 None,
                 None,
@@ -156,7 +165,7 @@ def _nan_arg(a, axis, out, keepdims, which):
                 None,
                 True,
             )
-            blocks = all_nan._locals
+            blocks = all_nan.locals
         else:
             blocks = masks
         if any_true(blocks, a.backend):
@@ -166,7 +175,7 @@ def _nan_arg(a, axis, out, keepdims, which):
 
 @implements(np.nanargmin)
 def nanargmin(
-    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
+    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=NoValue
 ) -> DistributedArray:
     """Index of the minimum ignoring NaNs, as `numpy.nanargmin`.
 
@@ -179,7 +188,7 @@ def nanargmin(
 
 @implements(np.nanargmax)
 def nanargmax(
-    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=_NoValue
+    a: DistributedArray, axis: Axis = None, out=None, *, keepdims=NoValue
 ) -> DistributedArray:
     """Index of the maximum ignoring NaNs, as `numpy.nanargmax`.
 

@@ -162,7 +162,7 @@ def map_overlap(func: Callable, *arrays, depth=None, boundary=None, trim: bool =
     >>> dapx.map_overlap(derivative, a, depth=1, boundary=0).gather()
     array([ 1,  0,  1,  1,  0,  0, -1, -1,  0])
     """
-    from ..core.array import DistributedArray
+    from ..core.array import DistributedArray, new_array
 
     if not callable(func):
         raise TypeError(f"the first argument must be a callable, got {type(func).__name__}")
@@ -183,28 +183,28 @@ def map_overlap(func: Callable, *arrays, depth=None, boundary=None, trim: bool =
         raise ValueError(f"map_overlap needs arrays of one shape, got {shapes}")
     depths = _depths(depth, lead.ndim)
     widths = tuple(max(p) for p in depths)
-    base = interior_distribution(lead._dist)
+    base = interior_distribution(lead.distribution)
     target = _overlap_layout(base, widths)
     if isinstance(boundary, tuple):
         boundary = dict(enumerate(boundary))
     kinds, values = boundary_kinds(boundary, target)
-    backend = lead._backend
+    backend = lead.backend
     prepared = []
     for x in arrays:
         if not isinstance(x, DistributedArray):
             from ..core.creation import asarray
 
             x = asarray(x, dist=base, backend=backend)
-        if x._dist != target:
+        if x.distribution != target:
             x = x.redistribute(target)
         if target.is_padded:
             plan = halo_plan(target, kinds, backend.local_ranks)
-            run_halo_plan(plan, x._locals, x._dtype, backend, values)
+            run_halo_plan(plan, x.locals, x.dtype, backend, values)
         prepared.append(x)
     results = {}
     for r in backend.local_ranks:
         view, cut = _overlap_keys(target, r, tuple(depths), kinds)
-        blocks = [x._locals[r][view] for x in prepared]
+        blocks = [x.locals[r][view] for x in prepared]
         out = np.asarray(func(*blocks, **kwargs))
         if out.shape != blocks[0].shape:
             raise ValueError(
@@ -230,4 +230,4 @@ def map_overlap(func: Callable, *arrays, depth=None, boundary=None, trim: bool =
             "rank order); pass dtype="
         )
     dist = interior_distribution(target) if trim else target
-    return DistributedArray(dist, results, backend, np.dtype(dtypes[0]))
+    return new_array(dist, results, backend, np.dtype(dtypes[0]))

@@ -8,21 +8,24 @@ whole array to one rank (rank 0), never to every rank.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..exchange.whole_axes import holder_value, move_axes
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from .reduction_engine import (
+    Axis,
+    NoValue,
     any_true,
     as_distributed,
     drop,
     flag,
     from_replicated,
     layout,
-    new,
     reduced_axes,
     scalar_call,
     select,
@@ -30,7 +33,7 @@ from .reduction_engine import (
     spmd_warnings,
     store,
 )
-from .statistics import Axis, _NoValue, _weights, nanmean
+from .statistics import _weights, nanmean
 
 __all__ = [
     "median",
@@ -77,6 +80,12 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
     if weights is not None and method != "inverted_cdf":
         raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
     axes = reduced_axes(axis, a.ndim)
+    if a.size == 0:
+        # NumPy's verdict on an empty array of this shape (it costs nothing): e.g. median over
+        # several axes folds them with a reshape that fails when a kept dimension is empty.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            func(np.empty(a.shape, a.dtype), axis=axis, **kw)
     backend = a.backend
     wb = None
     if weights is not None:
@@ -89,14 +98,14 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
         func(np.zeros(0, a.dtype), **kw)
     results = {}
     if not lay.dist_axes:
-        for r, b in a._locals.items():
+        for r, b in a.locals.items():
             if wb is not None:
                 kw["weights"] = select(wb[r], lay.sel[r])
             view = select(b, lay.sel[r])
             results[r] = _local_statistic(func, view, axes, keepdims, res_dtype, kw)
         dist = Distribution([*qmaps, *drop(a.distribution.maps, axes, keepdims).maps])
-        return store(new(dist, results, backend), out, "unsafe")
-    moved = move_axes(a.distribution, backend, axes, [a._locals, wb])
+        return store(new_array(dist, results, backend, copy_scalars=True), out, "unsafe")
+    moved = move_axes(a.distribution, backend, axes, [a.locals, wb])
     for r, b in moved.blocks[0].items():
         if wb is not None:
             kw["weights"] = moved.blocks[1][r]
@@ -105,7 +114,15 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
         value = holder_value(moved, results, backend, axis=len(qmaps))
         return store(from_replicated(value, backend), out, "unsafe")
     dist = Distribution([*qmaps, *drop(moved.dist.maps, moved.axes, keepdims).maps])
-    return store(new(dist, results, backend), out, "unsafe")
+    return store(new_array(dist, results, backend, copy_scalars=True), out, "unsafe")
+
+
+def _nan_order_statistic(func, a, axis, out, keepdims, q, method, weights):
+    a = as_distributed(a, single_out(out))
+    if a.size == 0:  # NumPy's checks of q, then its all-NaN result: the mean of nothing
+        func(np.zeros(1, a.dtype), q, method=method)
+        return nanmean(a, axis, out=out, keepdims=keepdims)
+    return _order_statistic(func, a, axis, out, keepdims, q, method, weights)
 
 
 @implements(np.median)
@@ -133,7 +150,7 @@ def median(
 
 @implements(np.nanmedian)
 def nanmedian(
-    a: DistributedArray, axis: Axis = None, out=None, overwrite_input=False, keepdims=_NoValue
+    a: DistributedArray, axis: Axis = None, out=None, overwrite_input=False, keepdims=NoValue
 ) -> DistributedArray:
     """Median ignoring NaNs, as `numpy.nanmedian`.
 
@@ -185,7 +202,7 @@ def nanquantile(
     out=None,
     overwrite_input=False,
     method="linear",
-    keepdims=_NoValue,
+    keepdims=NoValue,
     *,
     weights=None,
 ) -> DistributedArray:
@@ -199,11 +216,7 @@ def nanquantile(
     >>> float(np.nanquantile(dapx.asarray([np.nan, 1., 2., 3.], backend=dapx.simulated(2)), 0.5))
     2.0
     """
-    a = as_distributed(a, single_out(out))
-    if a.size == 0:
-        np.nanquantile(np.zeros(1, a.dtype), q, method=method)  # NumPy's checks of q
-        return nanmean(a, axis, out=out, keepdims=keepdims)
-    return _order_statistic(np.nanquantile, a, axis, out, keepdims, q, method, weights)
+    return _nan_order_statistic(np.nanquantile, a, axis, out, keepdims, q, method, weights)
 
 
 @implements(np.percentile)
@@ -239,7 +252,7 @@ def nanpercentile(
     out=None,
     overwrite_input=False,
     method="linear",
-    keepdims=_NoValue,
+    keepdims=NoValue,
     *,
     weights=None,
 ) -> DistributedArray:
@@ -253,8 +266,4 @@ def nanpercentile(
     >>> float(np.nanpercentile(dapx.asarray([np.nan, 0., 10.], backend=dapx.simulated(2)), 50))
     5.0
     """
-    a = as_distributed(a, single_out(out))
-    if a.size == 0:
-        np.nanpercentile(np.zeros(1, a.dtype), q, method=method)
-        return nanmean(a, axis, out=out, keepdims=keepdims)
-    return _order_statistic(np.nanpercentile, a, axis, out, keepdims, q, method, weights)
+    return _nan_order_statistic(np.nanpercentile, a, axis, out, keepdims, q, method, weights)

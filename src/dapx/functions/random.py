@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, resolve_backend
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.creation import make_distribution, normalize_shape
 from ..core.guard import collective
 from ..layout.distribution import Distribution
@@ -163,7 +163,7 @@ class Generator:
         for r in backend.local_ranks:
             raws = raw_at(keys, _flat_indices(target, r, shape))
             blocks[r] = np.asarray(transform(*raws)).astype(dtype, copy=False)
-        return DistributedArray(target, blocks, backend, dtype)
+        return new_array(target, blocks, backend, dtype)
 
     # -- distributions --------------------------------------------------------------------
     @collective
@@ -483,7 +483,7 @@ def _broadcast_size(size, *params) -> tuple[int, ...]:
 
 def _check_nonnegative(value, name: str) -> None:
     if isinstance(value, DistributedArray):
-        blocks = value._locals
+        blocks = value.locals
         bad = value.backend.allgather({r: bool((b < 0).any()) for r, b in blocks.items()})
         negative = any(bad)
     else:

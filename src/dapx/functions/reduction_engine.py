@@ -32,12 +32,13 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
+from ..core.guard import backend_of
 from ..core.redistribution import align
 from ..exchange.execute import Blocks, run_plan
 from ..exchange.plans import exchange_plan, simplify_index
@@ -45,8 +46,10 @@ from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap, UnstructuredMap
 
 __all__ = [
+    "Axis",
     "Blocks",
     "Layout",
+    "NoValue",
     "Spec",
     "accumulate_dtype",
     "any_true",
@@ -57,7 +60,6 @@ __all__ = [
     "from_replicated",
     "given",
     "layout",
-    "new",
     "ones_distribution",
     "owned_only",
     "reduce_blocks",
@@ -73,18 +75,21 @@ __all__ = [
     "where_blocks",
 ]
 
-_NoValue = np._NoValue
+#: NumPy's "not given" default, shared with NumPy's signatures.
+NoValue = np._NoValue
+#: An ``axis`` argument: None, an int, or a tuple of ints.
+Axis = Any
 
 
 # -- small helpers ---------------------------------------------------------------------------------
 def given(x) -> bool:
-    """Whether an optional argument was given (neither None nor NumPy's ``_NoValue``)."""
-    return x is not None and x is not _NoValue
+    """Whether an optional argument was given (neither None nor NumPy's ``NoValue``)."""
+    return x is not None and x is not NoValue
 
 
 def flag(x) -> bool:
-    """A boolean option that may be NumPy's ``_NoValue`` (meaning False)."""
-    return False if x is _NoValue else builtins.bool(x)
+    """A boolean option that may be NumPy's ``NoValue`` (meaning False)."""
+    return False if x is NoValue else builtins.bool(x)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -155,27 +160,19 @@ def owned_only(a: DistributedArray) -> DistributedArray:
     """
     if not a.ndim:
         return a
-    owned = _owned_layout(a._dist, a._backend.local_ranks)
+    owned = _owned_layout(a.distribution, a.backend.local_ranks)
     if owned is None:
         return a
     dist, ops = owned
-    return a._new(dist, {r: select(b, ops[r]) for r, b in a._locals.items()}, a._dtype)
-
-
-def new(dist: Distribution, blocks: Mapping[int, np.ndarray], backend, dtype=None):
-    """A DistributedArray from blocks (0-d results: one copy per local rank)."""
-    if not dist.ndim:
-        blocks = {r: np.array(b) for r, b in blocks.items()}
-    if dtype is None:
-        dtype = blocks[backend.local_ranks[0]].dtype
-    return DistributedArray(dist, blocks, backend, dtype)
+    return new_array(dist, {r: select(b, ops[r]) for r, b in a.locals.items()}, a.backend, a.dtype)
 
 
 def from_replicated(value: np.ndarray, backend) -> DistributedArray:
     """A small array known on every process, laid out over all ranks (no communication)."""
     value = np.asarray(value)
     if not value.ndim:
-        return new(SCALAR, dict.fromkeys(backend.local_ranks, value), backend)
+        blocks = dict.fromkeys(backend.local_ranks, value)
+        return new_array(SCALAR, blocks, backend, copy_scalars=True)
     from ..core.creation import asarray
 
     return asarray(value, backend=backend)
@@ -183,7 +180,7 @@ def from_replicated(value: np.ndarray, backend) -> DistributedArray:
 
 def where_blocks(where, a: DistributedArray) -> Blocks | None:
     """A ``where=`` mask aligned with `a` and broadcast to its local blocks, or None."""
-    if where is True or where is _NoValue or (isinstance(where, np.bool_) and where):
+    if where is True or where is NoValue or (isinstance(where, np.bool_) and where):
         return None
     from ..core.elementwise import local_operands
 
@@ -195,7 +192,7 @@ def where_blocks(where, a: DistributedArray) -> Blocks | None:
             f"where= of shape {shape} does not broadcast to the array's shape {a.shape}"
         )
     aligned = local_operands([where], a.distribution, a.backend)[0]
-    return {r: np.broadcast_to(aligned[r], b.shape) for r, b in a._locals.items()}
+    return {r: np.broadcast_to(aligned[r], b.shape) for r, b in a.locals.items()}
 
 
 def store(result: DistributedArray, out, casting: str = "unsafe"):
@@ -214,7 +211,7 @@ def store(result: DistributedArray, out, casting: str = "unsafe"):
                 "out= must be a DistributedArray for a distributed result (writing into a "
                 "NumPy array would gather it)"
             )
-        np.copyto(out, result._locals[ranks[0]], casting=casting)
+        np.copyto(out, result.locals[ranks[0]], casting=casting)
         return out
     if not isinstance(out, DistributedArray):
         raise TypeError(f"out= must be a DistributedArray, got {type(out).__name__}")
@@ -223,11 +220,12 @@ def store(result: DistributedArray, out, casting: str = "unsafe"):
     if out.backend != result.backend:
         raise ValueError(f"out= lives on {out.backend}, the result on {result.backend}")
     if out.distribution == result.distribution or not result.ndim:
-        blocks = result._locals
+        blocks = result.locals
     else:
         blocks = align(result, out.distribution)
+    targets = out.locals
     for r in ranks:
-        np.copyto(out._locals[r], blocks[r], casting=casting)
+        np.copyto(targets[r], blocks[r], casting=casting)
     return out
 
 
@@ -242,12 +240,12 @@ def scalar_call(func: Callable, a: DistributedArray, out=None, casting="unsafe",
         if isinstance(v, DistributedArray):
             if v.ndim:
                 raise ValueError(f"{k}= of shape {v.shape} does not broadcast to shape ()")
-            kwargs[k] = v._locals[v.backend.local_ranks[0]]
-    blocks = {r: np.asarray(func(b, **kwargs)) for r, b in a._locals.items()}
+            kwargs[k] = v.locals[v.backend.local_ranks[0]]
+    blocks = {r: np.asarray(func(b, **kwargs)) for r, b in a.locals.items()}
     first = blocks[a.backend.local_ranks[0]]
     if first.ndim:  # e.g. quantiles of a scalar: small, known on every process
         return store(from_replicated(first, a.backend), out, casting)
-    return store(new(SCALAR, blocks, a.backend), out, casting)
+    return store(new_array(SCALAR, blocks, a.backend, copy_scalars=True), out, casting)
 
 
 _sharing = 0  # > 0 inside a shared_warnings block (inner blocks do not share again)
@@ -292,23 +290,12 @@ def shared_warnings(backend):
     emit_warnings(backend.allgather(dict.fromkeys(backend.local_ranks, seen)))
 
 
-def _backend_of(args, kwargs):
-    for x in (*args, *kwargs.values()):
-        if isinstance(x, DistributedArray):
-            return x.backend
-        if isinstance(x, tuple):
-            for y in x:
-                if isinstance(y, DistributedArray):
-                    return y.backend
-    return None
-
-
 def spmd_warnings(func: Callable) -> Callable:
     """Decorator: run `func` inside `shared_warnings` on its arrays' backend."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        backend = None if _sharing else _backend_of(args, kwargs)
+        backend = None if _sharing else backend_of(args, kwargs, default=False)
         if backend is None:
             return func(*args, **kwargs)
         with shared_warnings(backend):
@@ -555,7 +542,7 @@ def reduce_blocks(
     ...                  backend=dapx.simulated(4))
     >>> spec = Spec(lambda v, r, lay, keep: (np.add.reduce(v[0], axis=1, keepdims=keep),),
     ...             lambda x, y: (x[0] + y[0],))
-    >>> d, parts = reduce_blocks(a.distribution, a.backend, (1,), False, spec, [a._locals])
+    >>> d, parts = reduce_blocks(a.distribution, a.backend, (1,), False, spec, [a.locals])
     >>> d.global_shape, parts[0][0]
     ((3,), array([6.]))
     """

@@ -12,9 +12,10 @@ A full reduction returns a 0-d DistributedArray, replicated on every rank
 
 # Note: ufuncs that cannot be reordered (``subtract``, ``divide``, ``power``)
 # are folded in order along the whole axis, after moving that axis onto one
-# rank per line of the grid (`dapx.exchange.whole_axes`). NaN-ignoring reductions live in
-# `dapx.functions.nanreductions`, scans and ``ufunc.outer`` in `dapx.functions.scans`, means and variances in
-# `dapx.functions.statistics`, medians and quantiles in `dapx.functions.quantiles`.
+# rank per line of the grid (`dapx.exchange.whole_axes`). NaN-ignoring reductions
+# live in `dapx.functions.nanreductions`, scans and ``ufunc.outer`` in
+# `dapx.functions.scans`, means and variances in `dapx.functions.statistics`,
+# medians and quantiles in `dapx.functions.quantiles`.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ import functools
 import operator
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements, implements_method
 from ..exchange.whole_axes import holder_value, move_axes
 from .reduction_engine import (
+    Axis,
+    NoValue,
     Spec,
     as_distributed,
     drop,
@@ -40,7 +42,6 @@ from .reduction_engine import (
     flag,
     given,
     layout,
-    new,
     ones_distribution,
     owned_only,
     reduce_blocks,
@@ -73,8 +74,6 @@ __all__ = [
     "ufunc_reduce",
 ]
 
-_NoValue = np._NoValue
-Axis = Any  # None, an int, or a tuple of ints
 
 
 # -- ufunc.reduce ----------------------------------------------------------------------------------
@@ -109,14 +108,14 @@ def _full_fast(ufunc, a, lay, dtype, res_dtype):
         warnings.simplefilter("always")
         partials = {
             r: ufunc.reduce(select(b, sel[r]) if sel[r] else b, axis=None, dtype=dtype)
-            for r, b in a._locals.items()
+            for r, b in a.locals.items()
         }
     seen = [(w.category, str(w.message)) for w in caught] if caught else ()
     everyone = backend.allgather({r: (p, seen) for r, p in partials.items()})
     value = functools.reduce(ufunc, [p for p, _ in everyone])
     emit_warnings([w for _, w in everyone])
     blocks = {r: np.array(value, res_dtype) for r in partials}
-    return DistributedArray(SCALAR, blocks, backend, res_dtype)
+    return new_array(SCALAR, blocks, backend, res_dtype)
 
 
 def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsafe"):
@@ -131,8 +130,8 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
         and a.ndim
     ):
         a = owned_only(a)
-        lay = layout(a._dist, reduced_axes(None, a.ndim), a._backend)
-        return _full_fast(ufunc, a, lay, dtype, reduce_dtype(ufunc, a._dtype, dtype))
+        lay = layout(a.distribution, reduced_axes(None, a.ndim), a.backend)
+        return _full_fast(ufunc, a, lay, dtype, reduce_dtype(ufunc, a.dtype, dtype))
     return _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, casting)
 
 
@@ -144,7 +143,7 @@ def _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, castin
     has_initial = given(initial)
     if a.ndim == 0:
         kw = {"initial": initial} if has_initial else {}
-        if where is not True and where is not _NoValue:
+        if where is not True and where is not NoValue:
             kw["where"] = where
         return scalar_call(
             ufunc.reduce, a, out, casting, axis=axis, dtype=dtype, keepdims=keepdims, **kw
@@ -171,7 +170,7 @@ def _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, castin
     res_dtype = reduce_dtype(ufunc, a.dtype, dtype)
     if lay.dist_axes and not order_free:
         # A fold that cannot be reordered runs on the whole axis, on one rank per line.
-        moved = move_axes(a.distribution, backend, axes, [a._locals, wb])
+        moved = move_axes(a.distribution, backend, axes, [a.locals, wb])
         kw = {"initial": initial} if has_initial else {}
         blocks = {}
         for r in backend.local_ranks:
@@ -186,12 +185,12 @@ def _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, castin
             if keepdims:
                 dist = ones_distribution(a.ndim, backend.nranks)
                 blocks = {r: np.full(dist.local_shape(r), value) for r in blocks}
-                return store(new(dist, blocks, backend, res_dtype), out, casting)
-            return store(
-                new(SCALAR, dict.fromkeys(blocks, value), backend, res_dtype), out, casting
-            )
+                return store(new_array(dist, blocks, backend, res_dtype), out, casting)
+            blocks = dict.fromkeys(blocks, value)
+            result = new_array(SCALAR, blocks, backend, res_dtype, copy_scalars=True)
+            return store(result, out, casting)
         dist = drop(moved.dist.maps, moved.axes, keepdims)
-        return store(new(dist, blocks, backend, res_dtype), out, casting)
+        return store(new_array(dist, blocks, backend, res_dtype, copy_scalars=True), out, casting)
     combines = builtins.bool(lay.dist_axes)
     # Note: with an identity, `initial` is applied once after combining; without one
     # (maximum, minimum, fmax, fmin) every rank may apply it, which is idempotent.
@@ -200,13 +199,13 @@ def _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, castin
     spec = _ufunc_spec(
         ufunc, axes, lay.full, dtype, local_initial, no_identity and not has_initial, res_dtype
     )
-    dist, parts = reduce_blocks(a.distribution, backend, axes, keepdims, spec, [a._locals, wb])
+    dist, parts = reduce_blocks(a.distribution, backend, axes, keepdims, spec, [a.locals, wb])
     if finish_initial:
         init = np.asarray(initial).astype(res_dtype)
         blocks = {r: ufunc(init, p[0]).astype(res_dtype, copy=False) for r, p in parts.items()}
     else:
         blocks = {r: p[0].astype(res_dtype, copy=False) for r, p in parts.items()}
-    return store(new(dist, blocks, backend, res_dtype), out, casting)
+    return store(new_array(dist, blocks, backend, res_dtype, copy_scalars=True), out, casting)
 
 
 @implements_method("ufunc.reduce")
@@ -249,7 +248,7 @@ def sum(
     dtype=None,
     out=None,
     keepdims=False,
-    initial=_NoValue,
+    initial=NoValue,
     where=True,
 ) -> DistributedArray:
     """Sum of elements, as `numpy.sum`; partials are added in rank order.
@@ -271,7 +270,7 @@ def prod(
     dtype=None,
     out=None,
     keepdims=False,
-    initial=_NoValue,
+    initial=NoValue,
     where=True,
 ) -> DistributedArray:
     """Product of elements, as `numpy.prod`.
@@ -287,7 +286,7 @@ def prod(
 
 @implements(np.max)
 def max(
-    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=NoValue, where=True
 ) -> DistributedArray:
     """Maximum, as `numpy.max` (NaN propagates; empty arrays need ``initial``).
 
@@ -303,7 +302,7 @@ def max(
 
 @implements(np.min)
 def min(
-    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=NoValue, where=True
 ) -> DistributedArray:
     """Minimum, as `numpy.min`.
 
@@ -318,7 +317,7 @@ def min(
 
 @implements(np.amax)
 def amax(
-    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=NoValue, where=True
 ) -> DistributedArray:
     """Alias of `max`, as `numpy.amax`.
 
@@ -331,7 +330,7 @@ def amax(
 
 @implements(np.amin)
 def amin(
-    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=_NoValue, where=True
+    a: DistributedArray, axis: Axis = None, out=None, keepdims=False, initial=NoValue, where=True
 ) -> DistributedArray:
     """Alias of `min`, as `numpy.amin`.
 
@@ -392,8 +391,9 @@ def count_nonzero(a: DistributedArray, axis: Axis = None, *, keepdims=False) -> 
         return (np.asarray(np.count_nonzero(views[0], axis=ax, keepdims=keep), np.intp),)
 
     spec = Spec(partial, lambda x, y: (x[0] + y[0],))
-    dist, parts = reduce_blocks(a.distribution, a.backend, axes, flag(keepdims), spec, [a._locals])
-    return new(dist, {r: p[0] for r, p in parts.items()}, a.backend, np.intp)
+    dist, parts = reduce_blocks(a.distribution, a.backend, axes, flag(keepdims), spec, [a.locals])
+    blocks = {r: p[0] for r, p in parts.items()}
+    return new_array(dist, blocks, a.backend, np.intp, copy_scalars=True)
 
 
 @implements(np.ptp)
@@ -467,7 +467,7 @@ def _arg(a, axis, out, keepdims, which: str):
     better = np.less if which == "argmin" else np.greater
     inexact = a.dtype.kind in "fc"
     spec = Spec(partial, _arg_combine(better, inexact), (a.dtype, np.dtype(np.intp)))
-    dist, parts = reduce_blocks(a.distribution, backend, axes, False, spec, [a._locals])
+    dist, parts = reduce_blocks(a.distribution, backend, axes, False, spec, [a.locals])
     blocks = {r: p[1] for r, p in parts.items()}
     if keepdims:
         if lay.full:
@@ -477,7 +477,7 @@ def _arg(a, axis, out, keepdims, which: str):
         else:
             dist = layout(a.distribution, axes, backend).result[True]
             blocks = {r: np.expand_dims(b, axes[0]) for r, b in blocks.items()}
-    return store(new(dist, blocks, backend, np.intp), out, "unsafe")
+    return store(new_array(dist, blocks, backend, np.intp, copy_scalars=True), out, "unsafe")
 
 
 @implements(np.argmin)
@@ -504,7 +504,7 @@ def argmax(a: DistributedArray, axis: Axis = None, out=None, *, keepdims=False) 
     return _arg(a, axis, out, keepdims, "argmax")
 
 
-# -- delegates (implemented in dapx.functions.scans) ---------------------------------------------------------
+# -- delegates (implemented in dapx.functions.scans) -------------------------------------
 @implements_method("ufunc.accumulate")
 def ufunc_accumulate(ufunc, array, axis=0, dtype=None, out=None):
     """``ufunc.accumulate``; see `dapx.functions.scans.accumulate`."""

@@ -17,13 +17,12 @@ import functools
 import math
 import operator
 import warnings
-from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..config import config
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.redistribution import align
 from ..errors import GatherWarning
@@ -34,17 +33,15 @@ from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from .nanreductions import replace_nan
 from .reduction_engine import (
+    Axis,
     Blocks,
     accumulate_dtype,
     as_distributed,
-    new,
     reorderable,
     single_out,
     spmd_warnings,
     store,
 )
-
-Axis = Any  # None, an int, or a tuple of ints
 
 __all__ = [
     "accumulate",
@@ -140,11 +137,11 @@ def ravel_blocks(a: DistributedArray) -> tuple[Distribution, Blocks]:
     backend = a.backend
     if a.ndim == 0:
         dist = Distribution([BlockMap(1, nprocs=backend.nranks)])
-        return dist, {r: b.reshape(1)[: dist.local_shape(r)[0]] for r, b in a._locals.items()}
+        return dist, {r: b.reshape(1)[: dist.local_shape(r)[0]] for r, b in a.locals.items()}
     if a.ndim == 1:
-        return a.distribution, dict(a._locals)
+        return a.distribution, dict(a.locals)
     plan, flat = _ravel_layout(a.distribution, backend.local_ranks, backend.nranks)
-    blocks = a._locals if plan is None else run_plan(plan, a._locals, a.dtype, backend)
+    blocks = a.locals if plan is None else run_plan(plan, a.locals, a.dtype, backend)
     return flat, {r: b.reshape(-1) for r, b in blocks.items()}
 
 
@@ -158,10 +155,10 @@ def _accumulate(ufunc, a, axis, dtype, out, flatten: bool):
     else:
         if a.ndim == 0:
             raise TypeError("cannot accumulate on a scalar")
-        dist, blocks = a.distribution, a._locals
+        dist, blocks = a.distribution, a.locals
         axis = normalize_axis_index(operator.index(axis), a.ndim)
     res = scan_blocks(ufunc, dist, blocks, a.backend, axis, dtype, a.dtype)
-    result = new(dist, res, a.backend, accumulate_dtype(ufunc, a.dtype, dtype))
+    result = new_array(dist, res, a.backend, accumulate_dtype(ufunc, a.dtype, dtype))
     return store(result, out, "unsafe")
 
 
@@ -234,7 +231,7 @@ def whole(x, what: str) -> DistributedArray:
     if not isinstance(x, DistributedArray):
         return np.asarray(x)
     if x.ndim == 0:
-        return x._locals[x.backend.local_ranks[0]]
+        return x.locals[x.backend.local_ranks[0]]
     if x.size > config.gather_warning_threshold:
         warnings.warn(
             f"{what} needs the whole {x.shape} array on every process and gathers it",
@@ -263,7 +260,7 @@ def outer(ufunc, a, b, **kwargs) -> DistributedArray:
     >>> r.gather()[2].tolist()
     [0, 2, 4, 6]
     """
-    from ..core.elementwise import local_operands
+    from ..core.elementwise import blockwise, local_operands
 
     out = kwargs.pop("out", None)
     where = kwargs.pop("where", True)
@@ -289,38 +286,26 @@ def outer(ufunc, a, b, **kwargs) -> DistributedArray:
     if isinstance(a, DistributedArray) and a.ndim:
         y = whole(b, name)
         target = Distribution([*a.distribution.maps, *(BlockMap(n, nprocs=1) for n in y.shape)])
-        args = {r: (a._locals[r], y) for r in ranks}
+        args = {r: (a.locals[r], y) for r in ranks}
     elif isinstance(b, DistributedArray) and b.ndim:
         x = whole(a, name)
         target = Distribution([*(BlockMap(n, nprocs=1) for n in x.shape), *b.distribution.maps])
-        args = {r: (x, b._locals[r]) for r in ranks}
+        args = {r: (x, b.locals[r]) for r in ranks}
     else:  # two scalars (0-d arrays are replicated)
         target = SCALAR
         args = dict.fromkeys(ranks, (whole(a, name), whole(b, name)))
-    kw = dict(kwargs)
     wb = None
     if where is not True:
         w = np.asarray(where) if isinstance(where, (list, tuple)) else where
         wb = local_operands([w], target, backend)[0]
     direct = builtins.bool(outs) and builtins.all(o.distribution == target for o in outs)
     if direct:
-        staging = [o._locals for o in outs]
+        staging = [o.locals for o in outs]
     else:
-        staging = [align(o, target) if o.ndim else dict(o._locals) for o in outs]
-    results = {}
-    for r in ranks:
-        if outs:
-            kw["out"] = tuple(s[r] for s in staging)
-        if wb is not None:
-            kw["where"] = wb[r]
-        res = ufunc.outer(*args[r], **kw)
-        results[r] = res if isinstance(res, tuple) else (res,)
+        staging = [align(o, target) if o.ndim else dict(o.locals) for o in outs]
+    wrapped = blockwise(ufunc.outer, args, kwargs, ufunc.nout, target, backend, staging, wb)
     if direct:
         return outs if len(outs) > 1 else outs[0]
-    wrapped = tuple(
-        new(target, {r: np.asarray(results[r][i]) for r in ranks}, backend)
-        for i in range(ufunc.nout)
-    )
     if outs:
         wrapped = tuple(store(w, o, "unsafe") for w, o in zip(wrapped, outs))
     return wrapped if ufunc.nout > 1 else wrapped[0]

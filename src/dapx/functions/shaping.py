@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.redistribution import redistribute
 from ..exchange.execute import run_plan
@@ -81,9 +81,9 @@ def owned_block(x: DistributedArray, rank: int) -> np.ndarray:
     (array([0, 1, 2, 3]), array([0, 1, 2]))
     """
     if x.ndim == 0:
-        return x._locals[rank]
+        return x.locals[rank]
     local, _ = owned_positions(x.distribution, rank)
-    return x._locals[rank][_index(local)]
+    return x.locals[rank][_index(local)]
 
 
 def _is_trivial(m: Map) -> bool:
@@ -145,19 +145,19 @@ def from_replicated(value, backend, dist: Distribution | None = None) -> Distrib
     """
     value = np.asarray(value)
     if value.ndim == 0:
-        return DistributedArray(SCALAR, {r: value.copy() for r in backend.local_ranks}, backend)
+        return new_array(SCALAR, {r: value.copy() for r in backend.local_ranks}, backend)
     if dist is None:
         dist = rows_distribution(value.shape, backend.nranks)
     blocks = {r: np.array(value[_global_key(dist, r)]) for r in backend.local_ranks}
-    return DistributedArray(dist, blocks, backend, value.dtype)
+    return new_array(dist, blocks, backend, value.dtype)
 
 
 def _copy(x: DistributedArray) -> DistributedArray:
-    return x._new(x.distribution, {r: b.copy() for r, b in x._locals.items()}, x.dtype)
+    return new_array(x.distribution, {r: b.copy() for r, b in x.locals.items()}, x.backend, x.dtype)
 
 
 def _view(x: DistributedArray) -> DistributedArray:
-    return x._new(x.distribution, dict(x._locals), x.dtype)
+    return new_array(x.distribution, dict(x.locals), x.backend, x.dtype)
 
 
 def _as_input(a):
@@ -197,12 +197,12 @@ def write_into(out, result: DistributedArray) -> DistributedArray:
     if out.shape != result.shape:
         raise ValueError(f"Output array is the wrong shape: {out.shape}, expected {result.shape}")
     if out.ndim == 0:
-        value = result._locals[result.backend.local_ranks[0]]
-        for block in out._locals.values():
+        value = result.locals[result.backend.local_ranks[0]]
+        for block in out.locals.values():
             block[...] = value
         return out
     aligned = align(result, out.distribution)
-    for r, block in out._locals.items():
+    for r, block in out.locals.items():
         key = _index(owned_positions(out.distribution, r)[0])
         block[key] = aligned[r][key]
     return out
@@ -263,7 +263,7 @@ def take(x: DistributedArray, indexers: dict, target: Distribution, fills: dict 
     source = Distribution(maps, x.distribution.grid)
     blocks = {}
     for r in x.backend.local_ranks:
-        block = x._locals[r]
+        block = x.locals[r]
         coords = source.coords(r)
         for k, (idx, groups, local) in picks.items():
             sel = groups[coords[k]]
@@ -277,9 +277,9 @@ def take(x: DistributedArray, indexers: dict, target: Distribution, fills: dict 
                     block = np.where(mask.reshape(shape), fill, block)
         blocks[r] = block.astype(dtype, copy=False)
     if source == target:
-        return x._new(target, {r: np.array(b) for r, b in blocks.items()}, dtype)
+        return new_array(target, {r: np.array(b) for r, b in blocks.items()}, x.backend, dtype)
     plan = exchange_plan(source, target, x.backend.local_ranks)
-    return x._new(target, run_plan(plan, blocks, dtype, x.backend), dtype)
+    return new_array(target, run_plan(plan, blocks, dtype, x.backend), x.backend, dtype)
 
 
 # -- axis permutations -----------------------------------------------------------------------------
@@ -315,10 +315,10 @@ def permute_axes(x: DistributedArray, perm: Sequence[int]) -> DistributedArray:
         return _view(x)
     old = x.distribution
     new = Distribution([old.maps[p] for p in perm])
-    blocks = {r: b.transpose(perm) for r, b in x._locals.items()}
+    blocks = {r: b.transpose(perm) for r, b in x.locals.items()}
     dest = [new.grid.rank(tuple(old.coords(r)[p] for p in perm)) for r in range(old.nranks)]
     if dest == list(range(old.nranks)):
-        return x._new(new, blocks, x.dtype)
+        return new_array(new, blocks, x.backend, x.dtype)
     source = {q: r for r, q in enumerate(dest)}
     whole = (slice(None),) * x.ndim
     ranks = x.backend.local_ranks
@@ -327,7 +327,7 @@ def permute_axes(x: DistributedArray, perm: Sequence[int]) -> DistributedArray:
         recvs={q: {source[q]: Piece(whole, whole, new.local_shape(q))} for q in ranks},
         dst_local_shapes={q: new.local_shape(q) for q in ranks},
     )
-    return x._new(new, run_plan(plan, blocks, x.dtype, x.backend), x.dtype)
+    return new_array(new, run_plan(plan, blocks, x.dtype, x.backend), x.backend, x.dtype)
 
 
 @implements(np.transpose)
@@ -454,31 +454,31 @@ def _reshape_moving(x: DistributedArray, shape: tuple[int, ...]) -> DistributedA
     backend, P = x.backend, x.backend.nranks
     result = rows_distribution(shape, P)
     if x.size == 0:
-        return x._new(result, {r: np.empty(result.local_shape(r), x.dtype)
-                               for r in backend.local_ranks}, x.dtype)  # fmt: skip
+        blocks = {r: np.empty(result.local_shape(r), x.dtype) for r in backend.local_ranks}
+        return new_array(result, blocks, backend, x.dtype)
     inner_old, inner_new = math.prod(x.shape[1:]), math.prod(shape[1:])
     flat = even_bounds(shape[0], P) * inner_new  # the result's rank boundaries, in elements
     if not (flat % inner_old).any():
         # Rows of x can be cut exactly where the result's ranks start: one exchange.
         src = rows_distribution(x.shape, P, flat // inner_old)
         y = x if x.distribution == src else redistribute(x, src)
-        blocks = {r: b.reshape(result.local_shape(r)) for r, b in y._locals.items()}
-        return x._new(result, blocks, x.dtype)
+        blocks = {r: b.reshape(result.local_shape(r)) for r, b in y.locals.items()}
+        return new_array(result, blocks, x.backend, x.dtype)
     src = rows_distribution(x.shape, P)
     y = x if x.distribution == src else redistribute(x, src)
     flat_src = Distribution([BlockMap(x.size, src.maps[0].bounds * inner_old)])
     flat_dst = Distribution([BlockMap(x.size, flat)])
     plan = exchange_plan(flat_src, flat_dst, backend.local_ranks)
-    moved = run_plan(plan, {r: b.reshape(-1) for r, b in y._locals.items()}, x.dtype, backend)
+    moved = run_plan(plan, {r: b.reshape(-1) for r, b in y.locals.items()}, x.dtype, backend)
     blocks = {r: b.reshape(result.local_shape(r)) for r, b in moved.items()}
-    return x._new(result, blocks, x.dtype)
+    return new_array(result, blocks, x.backend, x.dtype)
 
 
 def _to_scalar(x: DistributedArray) -> DistributedArray:
     """A size-1 array as a 0-d (replicated) one: its single element goes to every process."""
     pieces = x.backend.allgather({r: owned_block(x, r).reshape(-1) for r in x.backend.local_ranks})
     value = np.concatenate(pieces).reshape(())
-    return x._new(SCALAR, {r: value.copy() for r in x.backend.local_ranks}, x.dtype)
+    return new_array(SCALAR, {r: value.copy() for r in x.backend.local_ranks}, x.backend, x.dtype)
 
 
 @implements(np.reshape)
@@ -524,15 +524,15 @@ def reshape(a, /, shape, order="C", *, copy=None):
         local = _local_reshape(x.distribution, new_shape)
         if local is not None:
             blocks = {r: np.reshape(b, local.local_shape(r), copy=copy)
-                      for r, b in x._locals.items()}  # fmt: skip
-            return x._new(local, blocks, x.dtype)
+                      for r, b in x.locals.items()}  # fmt: skip
+            return new_array(local, blocks, x.backend, x.dtype)
     if copy is False:
         raise ValueError(
             f"Unable to avoid creating a copy while reshaping: {x.shape} -> {new_shape} moves "
             "data between ranks"
         )
     if x.ndim == 0:
-        value = x._locals[x.backend.local_ranks[0]].reshape(new_shape)
+        value = x.locals[x.backend.local_ranks[0]].reshape(new_shape)
         return from_replicated(value, x.backend)
     if not new_shape:
         return _to_scalar(x)
@@ -569,11 +569,12 @@ def expand_dims(a, axis):
     ndim = a.ndim + len(axes)
     axes = normalize_axis_tuple(axes, ndim)
     if a.ndim == 0:
-        value = a._locals[a.backend.local_ranks[0]].reshape((1,) * ndim)
+        value = a.locals[a.backend.local_ranks[0]].reshape((1,) * ndim)
         return from_replicated(value, a.backend)
     it = iter(a.distribution.maps)
     dist = Distribution([BlockMap(1, nprocs=1) if k in axes else next(it) for k in range(ndim)])
-    return a._new(dist, {r: np.expand_dims(b, axes) for r, b in a._locals.items()}, a.dtype)
+    blocks = {r: np.expand_dims(b, axes) for r, b in a.locals.items()}
+    return new_array(dist, blocks, a.backend, a.dtype)
 
 
 @implements(np.squeeze)

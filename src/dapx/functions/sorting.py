@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..exchange.execute import run_plan
 from ..exchange.plans import exchange_plan
@@ -103,7 +103,7 @@ def _sample_sort(x: DistributedArray, want_indices: bool) -> DistributedArray:
         merged[r] = keys[r][o] if want_indices else values[r][o]
     dtype = np.dtype(np.intp) if want_indices else x.dtype
     back = exchange_plan(buckets, dist, ranks)
-    return x._new(dist, run_plan(back, merged, dtype, backend), dtype)
+    return new_array(dist, run_plan(back, merged, dtype, backend), backend, dtype)
 
 
 def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
@@ -111,7 +111,7 @@ def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
         a, axis = ravel(a), 0
     if a.ndim == 0:
         func = np.argsort if want_indices else np.sort
-        return from_replicated(func(a._locals[a.backend.local_ranks[0]], axis=axis), a.backend)
+        return from_replicated(func(a.locals[a.backend.local_ranks[0]], axis=axis), a.backend)
     axis = normalize_axis_index(axis, a.ndim)
     # Note: every kind sorts stably (ties in global index order), which is one of the
     # orders NumPy's unstable kinds may give; `kind` is validated and otherwise ignored.
@@ -121,13 +121,14 @@ def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
         (lambda b: np.sort(b, axis=axis, kind="stable"))  # fmt: skip
     dtype = np.dtype(np.intp) if want_indices else x.dtype
     if x.size == 0 or _is_trivial(x.distribution.maps[axis]):
-        return x._new(x.distribution, {r: local(b) for r, b in x._locals.items()}, dtype)
+        blocks = {r: local(b) for r, b in x.locals.items()}
+        return new_array(x.distribution, blocks, x.backend, dtype)
     if x.ndim == 1:
         return _sample_sort(x, want_indices)
     specs = ["n" if k == axis else "b" for k in range(x.ndim)]
     y = x.redistribute(Distribution.create(x.shape, specs, nranks=x.backend.nranks))
-    blocks = {r: local(b) for r, b in y._locals.items()}
-    return y._new(y.distribution, blocks, dtype).redistribute(x.distribution)
+    blocks = {r: local(b) for r, b in y.locals.items()}
+    return new_array(y.distribution, blocks, y.backend, dtype).redistribute(x.distribution)
 
 
 @implements(np.argsort)
@@ -200,7 +201,7 @@ def searchsorted(a, v, side="left", sorter=None):
                 "searchsorted with a distributed v is not implemented (every rank would need "
                 "all of v): pass v.gather() explicitly"
             )
-        v = v._locals[v.backend.local_ranks[0]]
+        v = v.locals[v.backend.local_ranks[0]]
     partials = {}
     for r in a.backend.local_ranks:
         values = owned_block(a, r)

@@ -11,26 +11,26 @@ Medians, quantiles and percentiles are in `dapx.functions.quantiles`.
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.redistribution import align, redistribute
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from .nanreductions import replace_nan
 from .reduction_engine import (
+    Axis,
     Blocks,
+    NoValue,
     Spec,
     any_true,
     as_distributed,
     flag,
     given,
     layout,
-    new,
     reduce_blocks,
     reduced_axes,
     scalar_call,
@@ -50,8 +50,6 @@ __all__ = [
     "var",
 ]
 
-_NoValue = np._NoValue
-Axis = Any  # None, an int, or a tuple of ints
 _COMPLEX_TO_FLOAT = {
     np.dtype(np.complex64): np.dtype(np.float32),
     np.dtype(np.complex128): np.dtype(np.float64),
@@ -117,7 +115,7 @@ def mean(
     wb = where_blocks(where, a)
     half = dtype is None and a.dtype == np.float16
     dtype = np.dtype("f4") if half else _mean_dtype(dtype, a.dtype)
-    dist, sums, counts = _sums(a, axes, keepdims, dtype, a._locals, wb, wb)
+    dist, sums, counts = _sums(a, axes, keepdims, dtype, a.locals, wb, wb)
     if counts is None:
         count = layout(a.distribution, axes, a.backend).count
         counts = dict.fromkeys(sums, np.intp(count))
@@ -129,7 +127,7 @@ def mean(
     blocks = {r: np.true_divide(s, counts[r], out=s, casting="unsafe") for r, s in sums.items()}
     if half and out is None:
         blocks = {r: b.astype(np.float16) for r, b in blocks.items()}
-    return store(new(dist, blocks, a.backend), out, "unsafe")
+    return store(new_array(dist, blocks, a.backend, copy_scalars=True), out, "unsafe")
 
 
 def _ddof(ddof, correction):
@@ -147,10 +145,12 @@ def _aligned(x, a: DistributedArray) -> Blocks:
     return local_operands([x], a.distribution, a.backend)[0]
 
 
-def _squares(x: np.ndarray) -> np.ndarray:
-    """``abs(x)**2`` in place, as NumPy's `var` computes it."""
+def _squares(x: np.ndarray, where=True) -> np.ndarray:
+    """``abs(x)**2`` in place where `where` holds, as NumPy's `var` and `nanvar` compute it."""
     if x.dtype.kind in "iuf":
-        return np.square(x, out=x)
+        return np.square(x, out=x, where=where)
+    if where is not True:
+        return np.multiply(x, x.conj(), out=x, where=where).real
     real = _COMPLEX_TO_FLOAT.get(x.dtype)
     if real is not None:
         xv = x.view(dtype=(real, (2,)))
@@ -163,7 +163,7 @@ def _mean_blocks(a, lay, dist, means: Blocks) -> Blocks:
     """Means with keepdims (or 0-d for full reductions) broadcast against `a`'s blocks."""
     if lay.full:
         return means
-    return align(new(dist, means, a.backend), a.distribution)
+    return align(new_array(dist, means, a.backend, copy_scalars=True), a.distribution)
 
 
 @spmd_warnings
@@ -191,7 +191,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     lay = layout(a.distribution, axes, backend)
     dtype = _mean_dtype(dtype, a.dtype)
     # Sums and counts with keepdims (0-d for full reductions, which broadcast as they are).
-    kdist, sums, counts = _sums(a, axes, not lay.full, dtype, a._locals, wb, wb)
+    kdist, sums, counts = _sums(a, axes, not lay.full, dtype, a.locals, wb, wb)
     if counts is None:
         counts = dict.fromkeys(sums, np.intp(lay.count))
         bad = ddof >= lay.count
@@ -206,14 +206,14 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
             r: np.true_divide(s, counts[r], out=s, casting="unsafe") for r, s in sums.items()
         }
         means = _mean_blocks(a, lay, kdist, divided)
-    squares = {r: _squares(np.subtract(b, means[r])) for r, b in a._locals.items()}
+    squares = {r: _squares(np.subtract(b, means[r])) for r, b in a.locals.items()}
     dist, ret, _ = _sums(a, axes, keepdims, dtype, squares, wb, None)
     blocks = {}
     for r, s in ret.items():
         c = counts[r] if np.ndim(counts[r]) == 0 else counts[r].reshape(s.shape)
         s = np.true_divide(s, np.maximum(c - ddof, 0), out=s, casting="unsafe")
         blocks[r] = np.sqrt(s, out=s) if root else s
-    return store(new(dist, blocks, backend), out, "unsafe")
+    return store(new_array(dist, blocks, backend, copy_scalars=True), out, "unsafe")
 
 
 @implements(np.var)
@@ -226,8 +226,8 @@ def var(
     keepdims=False,
     *,
     where=True,
-    mean=_NoValue,
-    correction=_NoValue,
+    mean=NoValue,
+    correction=NoValue,
 ) -> DistributedArray:
     """Variance, as `numpy.var`: the mean first, then the mean of ``abs(x - mean)**2``.
 
@@ -254,8 +254,8 @@ def std(
     keepdims=False,
     *,
     where=True,
-    mean=_NoValue,
-    correction=_NoValue,
+    mean=NoValue,
+    correction=NoValue,
 ) -> DistributedArray:
     """Standard deviation, as `numpy.std` (the square root of `var`).
 
@@ -287,9 +287,9 @@ def nanmean(
     axis: Axis = None,
     dtype=None,
     out=None,
-    keepdims=_NoValue,
+    keepdims=NoValue,
     *,
-    where=_NoValue,
+    where=NoValue,
 ) -> DistributedArray:
     """Mean ignoring NaNs, as `numpy.nanmean` (warns on slices with no numbers).
 
@@ -312,12 +312,12 @@ def nanmean(
         )
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
-    dist, tot, cnt = _sums(a, axes, keepdims, dtype, arr._locals, wb, _valid(masks, wb))
+    dist, tot, cnt = _sums(a, axes, keepdims, dtype, arr.locals, wb, _valid(masks, wb))
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = {r: np.true_divide(t, cnt[r], out=t, casting="unsafe") for r, t in tot.items()}
     if any_true({r: c == 0 for r, c in cnt.items()}, a.backend):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-    return store(new(dist, avg, a.backend), out, "unsafe")
+    return store(new_array(dist, avg, a.backend, copy_scalars=True), out, "unsafe")
 
 
 @spmd_warnings
@@ -347,7 +347,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
     wb = where_blocks(where, a)
     backend = a.backend
     lay = layout(a.distribution, axes, backend)
-    kdist, tot, cnt = _sums(a, axes, not lay.full, dtype, arr._locals, wb, _valid(masks, wb))
+    kdist, tot, cnt = _sums(a, axes, not lay.full, dtype, arr.locals, wb, _valid(masks, wb))
     if given(mean_):
         avg = _aligned(mean_, a)
     else:
@@ -357,14 +357,11 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
             }
         avg = _mean_blocks(a, lay, kdist, divided)
     squares = {}
-    for r, x in arr._locals.items():
+    for r, x in arr.locals.items():
         w = True if wb is None else wb[r]
         np.subtract(x, avg[r], out=x, casting="unsafe", where=w)
         np.copyto(x, 0, where=masks[r])
-        if x.dtype.kind == "c":
-            squares[r] = np.multiply(x, x.conj(), out=x, where=w).real
-        else:
-            squares[r] = np.multiply(x, x, out=x, where=w)
+        squares[r] = _squares(x, where=w)
     dist, var_, _ = _sums(a, axes, keepdims, dtype, squares, wb, None)
     blocks, bad = {}, {}
     for r, v in var_.items():
@@ -379,7 +376,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
             np.copyto(v, np.nan, where=bad[r])
     if root:
         blocks = {r: np.sqrt(v, out=v) for r, v in blocks.items()}
-    return store(new(dist, blocks, backend), out, "unsafe")
+    return store(new_array(dist, blocks, backend, copy_scalars=True), out, "unsafe")
 
 
 @implements(np.nanvar)
@@ -389,11 +386,11 @@ def nanvar(
     dtype=None,
     out=None,
     ddof=0,
-    keepdims=_NoValue,
+    keepdims=NoValue,
     *,
-    where=_NoValue,
-    mean=_NoValue,
-    correction=_NoValue,
+    where=NoValue,
+    mean=NoValue,
+    correction=NoValue,
 ) -> DistributedArray:
     """Variance ignoring NaNs, as `numpy.nanvar`.
 
@@ -413,11 +410,11 @@ def nanstd(
     dtype=None,
     out=None,
     ddof=0,
-    keepdims=_NoValue,
+    keepdims=NoValue,
     *,
-    where=_NoValue,
-    mean=_NoValue,
-    correction=_NoValue,
+    where=NoValue,
+    mean=NoValue,
+    correction=NoValue,
 ) -> DistributedArray:
     """Standard deviation ignoring NaNs, as `numpy.nanstd`.
 
@@ -436,7 +433,7 @@ def _weights(w, a: DistributedArray, axis) -> Blocks:
     shape = w.shape if isinstance(w, DistributedArray) else np.shape(w)
     if shape == a.shape:
         blocks = _aligned(w if isinstance(w, DistributedArray) else np.asarray(w), a)
-        return {r: np.broadcast_to(blocks[r], b.shape) for r, b in a._locals.items()}
+        return {r: np.broadcast_to(blocks[r], b.shape) for r, b in a.locals.items()}
     if axis is None:
         raise TypeError("Axis must be specified when shapes of a and weights differ.")
     axes = normalize_axis_tuple(axis, a.ndim)
@@ -458,15 +455,15 @@ def _weights(w, a: DistributedArray, axis) -> Blocks:
         dist = Distribution(
             [next(maps) if k in axes else BlockMap(1, nprocs=1) for k in range(a.ndim)]
         )
-        local = {r: b.transpose(perm).reshape(dist.local_shape(r)) for r, b in w._locals.items()}
-        blocks = align(new(dist, local, a.backend), a.distribution)
-    return {r: np.broadcast_to(blocks[r], b.shape) for r, b in a._locals.items()}
+        local = {r: b.transpose(perm).reshape(dist.local_shape(r)) for r, b in w.locals.items()}
+        blocks = align(new_array(dist, local, a.backend, copy_scalars=True), a.distribution)
+    return {r: np.broadcast_to(blocks[r], b.shape) for r, b in a.locals.items()}
 
 
 @implements(np.average)
 @spmd_warnings
 def average(
-    a: DistributedArray, axis: Axis = None, weights=None, returned=False, *, keepdims=_NoValue
+    a: DistributedArray, axis: Axis = None, weights=None, returned=False, *, keepdims=NoValue
 ) -> DistributedArray:
     """Weighted average, as `numpy.average`; `weights` may be distributed or NumPy.
 
@@ -486,8 +483,8 @@ def average(
         scl = avg.dtype.type(a.size / avg.size)
         if not returned:
             return avg
-        blocks = {r: np.full(b.shape, scl) for r, b in avg._locals.items()}
-        return avg, new(avg.distribution, blocks, a.backend, avg.dtype)
+        blocks = {r: np.full(b.shape, scl) for r, b in avg.locals.items()}
+        return avg, new_array(avg.distribution, blocks, a.backend, avg.dtype, copy_scalars=True)
     wdtype = weights.dtype if isinstance(weights, DistributedArray) else np.asarray(weights).dtype
     if a.dtype.kind in "biu":
         result_dtype = np.result_type(a.dtype, wdtype, "f8")
@@ -496,19 +493,20 @@ def average(
     if a.ndim == 0:
         w = weights
         if isinstance(w, DistributedArray):
-            w = w._locals[a.backend.local_ranks[0]]
+            w = w.locals[a.backend.local_ranks[0]]
         pairs = {
-            r: np.average(b, axis=axis, weights=w, returned=True) for r, b in a._locals.items()
+            r: np.average(b, axis=axis, weights=w, returned=True) for r, b in a.locals.items()
         }
-        avg = new(SCALAR, {r: np.asarray(p[0]) for r, p in pairs.items()}, a.backend)
-        scl = new(SCALAR, {r: np.asarray(p[1]) for r, p in pairs.items()}, a.backend)
+        avg = new_array(SCALAR, {r: np.asarray(p[0]) for r, p in pairs.items()}, a.backend)
+        scl = new_array(SCALAR, {r: np.asarray(p[1]) for r, p in pairs.items()}, a.backend)
         return (avg, scl) if returned else avg
     wb = _weights(weights, a, axis)
     axes = reduced_axes(axis, a.ndim)
-    products = {r: np.multiply(b, wb[r], dtype=result_dtype) for r, b in a._locals.items()}
+    products = {r: np.multiply(b, wb[r], dtype=result_dtype) for r, b in a.locals.items()}
     dist, num, _ = _sums(a, axes, keep, None, products, None, None)
     _, scl, _ = _sums(a, axes, keep, result_dtype, wb, None, None)
     if any_true({r: s == 0.0 for r, s in scl.items()}, a.backend):
         raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-    avg = new(dist, {r: np.true_divide(n, scl[r]) for r, n in num.items()}, a.backend)
-    return (avg, new(dist, scl, a.backend)) if returned else avg
+    avg = {r: np.true_divide(n, scl[r]) for r, n in num.items()}
+    avg = new_array(dist, avg, a.backend, copy_scalars=True)
+    return (avg, new_array(dist, scl, a.backend, copy_scalars=True)) if returned else avg

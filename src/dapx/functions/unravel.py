@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..core.guard import raise_if_any_failed
 
@@ -44,7 +44,7 @@ def unravel_index(indices, shape, order="C"):
     np.unravel_index(np.zeros(0, indices.dtype), shape, order=order)
     results: dict[int, tuple] = {}
     errors: dict[int, Exception | None] = {}
-    for r, block in indices._locals.items():
+    for r, block in indices.locals.items():
         try:
             results[r] = np.unravel_index(block, shape, order=order)
             errors[r] = None
@@ -53,6 +53,6 @@ def unravel_index(indices, shape, order="C"):
     raise_if_any_failed(indices.backend, errors)
     dist, backend = indices.distribution, indices.backend
     return tuple(
-        DistributedArray(dist, {r: np.asarray(results[r][k]) for r in results}, backend, np.intp)
+        new_array(dist, {r: np.asarray(results[r][k]) for r in results}, backend, np.intp)
         for k in range(len(shape))
     )

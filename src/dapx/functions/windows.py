@@ -23,7 +23,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 from numpy.lib.stride_tricks import sliding_window_view as _np_sliding_window_view
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from ..errors import DAPError
 from ..exchange.execute import run_plan
@@ -97,11 +97,11 @@ def extended_blocks(
         maps[axis] = _extended_map(x.shape[axis], np.asarray(out_bounds), lo, hi)
     target = Distribution(maps, x.distribution.grid)
     if target == x.distribution:
-        return dict(x._locals), target
+        return dict(x.locals), target
     blocks = _through_halos(x, spans, target)
     if blocks is None:
         plan = exchange_plan(x.distribution, target, x.backend.local_ranks)
-        blocks = run_plan(plan, x._locals, x.dtype, x.backend)
+        blocks = run_plan(plan, x.locals, x.dtype, x.backend)
     return blocks, target
 
 
@@ -139,7 +139,7 @@ def _through_halos(x: DistributedArray, spans: dict, target: Distribution):
     padded_dist = Distribution(maps, dist.grid)
     ranks = x.backend.local_ranks
     buffers = {r: np.empty(padded_dist.local_shape(r), x.dtype) for r in ranks}
-    padded = DistributedArray(padded_dist, buffers, x.backend, x.dtype)
+    padded = new_array(padded_dist, buffers, x.backend, x.dtype)
     interior = padded.interior
     for r in ranks:
         interior.local(r)[...] = inner.local(r)
@@ -208,7 +208,7 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
             maps[k] = BlockMap(shape[k], nprocs=maps[k].nprocs)
         dist = Distribution([*(_clean_map(m) for m in maps), *extra])
         blocks = {r: np.empty(dist.local_shape(r), x.dtype) for r in backend.local_ranks}
-        return DistributedArray(dist, blocks, backend, x.dtype)
+        return new_array(dist, blocks, backend, x.dtype)
     spans = {}
     for k in sorted(set(axes)):
         reach = sum(w - 1 for w, a in zip(window_shape, axes) if a == k)
@@ -226,7 +226,7 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
                                                writeable=writeable)  # fmt: skip
         else:  # an empty output block: its extended block may be too short for a window
             views[r] = np.empty(local_shape, x.dtype)
-    return DistributedArray(dist, views, backend, x.dtype)
+    return new_array(dist, views, backend, x.dtype)
 
 
 # -- gradient --------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ def _spacings(f, varargs: Sequence, axes: tuple[int, ...]) -> list:
                     f"np.gradient: pass the spacing of shape {v.shape} as a NumPy array, not "
                     "a DistributedArray (call .gather() on it)"
                 )
-            v = v._locals[v.backend.local_ranks[0]][()]
+            v = v.locals[v.backend.local_ranks[0]][()]
         values.append(v)
     if n == 0:
         return [1.0] * len(axes)
@@ -399,5 +399,5 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             _gradient_block(block, out, ax, ax_dx, int(bounds[c]), g0, n, edge_order,
                             coefficients)  # fmt: skip
             outs[r] = out
-        results.append(DistributedArray(dist, outs, f.backend, otype))
+        results.append(new_array(dist, outs, f.backend, otype))
     return results[0] if len(axes) == 1 else tuple(results)

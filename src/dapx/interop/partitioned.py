@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, resolve_backend
-from ..core.array import SCALAR, DistributedArray
+from ..core.array import SCALAR, DistributedArray, new_array
 from ..core.dispatch import implements_method
 from ..core.guard import collective
 from ..errors import DAPError
@@ -125,7 +125,7 @@ def partitioned(a: DistributedArray) -> dict:
         part = {
             "start": (),
             "shape": (),
-            "data": a._locals[local[0]],
+            "data": a.locals[local[0]],
             "location": list(range(backend.nranks)),
         }
         return {
@@ -148,7 +148,7 @@ def partitioned(a: DistributedArray) -> dict:
     for r in local:
         positions, _ = owned_positions(dist, r)
         pos = tuple(int(c) for c in dist.coords(r))
-        partitions[pos]["data"] = a._locals[r][positions]
+        partitions[pos]["data"] = a.locals[r][positions]
     return {
         "shape": a.shape,
         "partition_tiling": dist.grid_shape,
@@ -306,7 +306,7 @@ def _from_scalar(desc: Mapping, layout: _Layout, backend: Backend) -> Distribute
             "needs its value"
         )
     value = _resolve((), info, desc["get"])
-    return DistributedArray(SCALAR, dict.fromkeys(backend.local_ranks, value), backend)
+    return new_array(SCALAR, dict.fromkeys(backend.local_ranks, value), backend)
 
 
 @collective
@@ -401,7 +401,7 @@ def from_partitioned(obj: Any, backend: Backend | None = None) -> DistributedArr
                 f"{np.dtype(meta[0][1])}: all partitions must have the same type"
             )
     maps = [BlockMap(n, np.asarray(b, np.intp)) for n, b in zip(layout.shape, layout.bounds)]
-    return DistributedArray(Distribution(maps, layout.tiling), blocks, backend)
+    return new_array(Distribution(maps, layout.tiling), blocks, backend, check=True)
 
 
 def _local_blocks(desc: Mapping, layout: _Layout, backend: Backend) -> dict[int, np.ndarray]:

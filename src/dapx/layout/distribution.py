@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import DAPError, dap_error
+from .checks import per_dim
 from .grid import ProcessGrid
 from .maps import BlockMap, CyclicMap, Map, map_from_dim_dicts
 from .protocol import check_sequence_of_distbuffers, dim_dicts_equal, validate_distbuffer
 from .spec import (
-    _build_map,
-    _parse_spec,
-    _per_dim,
-    _per_dim_halo,
-    _per_dim_padding,
-    _per_dim_spec,
-    _resolve_grid,
+    build_map,
+    parse_spec,
+    per_dim_halo,
+    per_dim_padding,
+    per_dim_spec,
+    resolve_grid,
 )
 
 __all__ = ["Distribution", "describe_map"]
@@ -171,23 +171,23 @@ class Distribution:
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
                 raise ValueError(f"shape must be non-negative integers, got {shape}")
         ndim = len(shape)
-        specs = _per_dim_spec(dist, ndim)
-        block_sizes = _per_dim(block_size, ndim, "block_size")
-        paddings = _per_dim_padding(padding, ndim)
-        periodics = _per_dim(periodic, ndim, "periodic")
-        halos = _per_dim_halo(halo, ndim)
+        specs = per_dim_spec(dist, ndim)
+        block_sizes = per_dim(block_size, ndim, "block_size")
+        paddings = per_dim_padding(padding, ndim)
+        periodics = per_dim(periodic, ndim, "periodic")
+        halos = per_dim_halo(halo, ndim)
         if halo is not None and padding is not None:
             raise TypeError(
                 "pass either padding= (DAP semantics: edge padding is part of the domain) or "
                 "halo= (ghost cells outside the domain), not both"
             )
         parsed = [
-            _parse_spec(s, i, block_sizes[i], paddings[i], periodics[i], halos[i])
+            parse_spec(s, i, block_sizes[i], paddings[i], periodics[i], halos[i])
             for i, s in enumerate(specs)
         ]
-        grid_shape = _resolve_grid(parsed, grid, nranks, shape)
+        grid_shape = resolve_grid(parsed, grid, nranks, shape)
         maps = tuple(
-            _build_map(p, int(shape[i]), grid_shape[i], i) for i, p in enumerate(parsed)
+            build_map(p, int(shape[i]), grid_shape[i], i) for i, p in enumerate(parsed)
         )
         return cls(maps, grid_shape)
 

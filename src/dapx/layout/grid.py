@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import as_int, per_dim
+
 __all__ = [
     "Cartesian","ProcessGrid", "default_grid", "dims_create"]
 
@@ -42,7 +44,7 @@ class ProcessGrid:
     __slots__ = ("_shape",)
 
     def __init__(self, shape: Sequence[int]):
-        shape = tuple(_as_int(n, "grid size") for n in shape)
+        shape = tuple(as_int(n, "grid size") for n in shape)
         for n in shape:
             if n < 1:
                 raise ValueError(f"every grid size must be >= 1, got grid {shape}")
@@ -103,7 +105,7 @@ class ProcessGrid:
         offset = tuple(offset)
         if len(offset) != self.ndim:
             raise ValueError(f"offset {offset} must have one entry per grid dimension")
-        periodic = _per_dim(periodic, self.ndim, "periodic")
+        periodic = per_dim(periodic, self.ndim, "periodic")
         target = []
         for c, d, n, p in zip(self.coords(rank), offset, self._shape, periodic):
             t = c + d
@@ -131,7 +133,7 @@ class ProcessGrid:
         return result
 
     def _check_rank(self, rank) -> int:
-        rank = _as_int(rank, "rank")
+        rank = as_int(rank, "rank")
         if not 0 <= rank < self.nranks:
             raise ValueError(f"rank {rank} is outside a grid of {self.nranks} ranks")
         return rank
@@ -175,14 +177,14 @@ def dims_create(nranks: int, dims: int | Sequence[int | None]) -> tuple[int, ...
     >>> dims_create(12, (0, 2, None))
     (3, 2, 2)
     """
-    nranks = _as_int(nranks, "nranks")
+    nranks = as_int(nranks, "nranks")
     if nranks < 1:
         raise ValueError(f"nranks must be >= 1, got {nranks}")
     if isinstance(dims, (int, np.integer)):
         if dims < 0:
             raise ValueError(f"the number of grid dimensions must be >= 0, got {dims}")
         dims = [0] * int(dims)
-    dims = [0 if d is None else _as_int(d, "grid size") for d in dims]
+    dims = [0 if d is None else as_int(d, "grid size") for d in dims]
     if any(d < 0 for d in dims):
         raise ValueError(f"grid sizes must be >= 1 (or 0/None for free), got {dims}")
     fixed = math.prod(d for d in dims if d > 0)
@@ -248,7 +250,7 @@ def default_grid(
     >>> default_grid((100, 100), 6, dims=(0, 3))
     (2, 3)
     """
-    shape = tuple(_as_int(n, "shape entry") for n in shape)
+    shape = tuple(as_int(n, "shape entry") for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"shape entries must be >= 0, got {shape}")
     dims = [0] * len(shape) if dims is None else [0 if d is None else d for d in dims]
@@ -288,21 +290,6 @@ def _balanced_factors(n: int, k: int) -> tuple[int, ...]:
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
-
-
-def _as_int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    return int(value)
-
-
-def _per_dim(value, ndim: int, what: str) -> tuple:
-    if isinstance(value, (bool, np.bool_)):
-        return (bool(value),) * ndim
-    value = tuple(value)
-    if len(value) != ndim:
-        raise ValueError(f"{what} needs one entry per dimension ({ndim}), got {value}")
-    return value
 
 
 class Cartesian(NamedTuple):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DAPError
+from .checks import per_dim
 from .grid import default_grid
 from .maps import BlockMap, CyclicMap, UnstructuredMap, even_bounds
 
@@ -33,7 +34,7 @@ _SPEC_KEYS = {"dist", "dist_type", "bounds", "block_size", "indices", "one_to_on
               "padding", "periodic", "halo"}  # fmt: skip
 
 
-def _per_dim_spec(dist, ndim):
+def per_dim_spec(dist, ndim):
     if dist is None:
         return ["b"] * ndim
     if isinstance(dist, (str, Mapping)):
@@ -46,18 +47,7 @@ def _per_dim_spec(dist, ndim):
     return dist
 
 
-def _per_dim(value, ndim, what):
-    if value is None or isinstance(value, (bool, int, np.integer)):
-        return [value] * ndim
-    if not isinstance(value, (Sequence, np.ndarray)):
-        raise TypeError(f"{what} must be an int/bool or one entry per dimension, got {value!r}")
-    value = list(value)
-    if len(value) != ndim:
-        raise ValueError(f"{what} needs one entry per dimension ({ndim}), got {value}")
-    return value
-
-
-def _per_dim_padding(padding, ndim):
+def per_dim_padding(padding, ndim):
     """Padding is one int for every dimension, or one entry per dimension."""
     if padding is None or isinstance(padding, (int, np.integer)):
         return [padding] * ndim
@@ -90,7 +80,7 @@ def by_axis(entries: Mapping, ndim: int, what: str) -> dict[int, Any]:
     return out
 
 
-def _per_dim_halo(halo, ndim):
+def per_dim_halo(halo, ndim):
     """A halo is one int, one int or (lo, hi) per dimension, or a dict by axis."""
     if halo is None:
         return [None] * ndim
@@ -117,7 +107,7 @@ def _per_dim_halo(halo, ndim):
     return halo
 
 
-def _halo_pair(width, dim) -> tuple[int, int] | None:
+def halo_pair(width, dim) -> tuple[int, int] | None:
     if width is None:
         return None
     pair = (width, width) if np.ndim(width) == 0 else tuple(np.asarray(width).tolist())
@@ -130,7 +120,7 @@ def _halo_pair(width, dim) -> tuple[int, int] | None:
     return int(pair[0]), int(pair[1])
 
 
-def _parse_spec(spec, dim, block_size, padding, periodic, halo=None):
+def parse_spec(spec, dim, block_size, padding, periodic, halo=None):
     if isinstance(spec, Mapping):
         unknown = set(spec) - _SPEC_KEYS
         if unknown:
@@ -148,7 +138,7 @@ def _parse_spec(spec, dim, block_size, padding, periodic, halo=None):
                        ("halo", halo)):  # fmt: skip
         if value is not None and key not in options:
             options[key] = value
-    options["halo"] = _halo_pair(options.get("halo"), dim)
+    options["halo"] = halo_pair(options.get("halo"), dim)
     if options["halo"] is not None and _has_padding(options.get("padding")):
         raise TypeError(f"dimension {dim}: pass either padding or halo, not both")
     if kind != "c" and options.get("block_size") not in (None, 1) and block_size is None:
@@ -174,7 +164,7 @@ def _has_padding(p):
     return p is not None and np.any(np.asarray(p) != 0)
 
 
-def _resolve_grid(parsed, grid, nranks, shape):
+def resolve_grid(parsed, grid, nranks, shape):
     ndim = len(shape)
     fixed = []
     for kind, options in parsed:
@@ -209,7 +199,7 @@ def _resolve_grid(parsed, grid, nranks, shape):
     return default_grid(shape, nranks, dims, min_extent=halo_widths)
 
 
-def _build_map(parsed, size, nprocs, dim):
+def build_map(parsed, size, nprocs, dim):
     kind, options = parsed
     try:
         if kind == "n":
@@ -274,11 +264,11 @@ def _padding_table(padding, nprocs):
 
 def with_halo(dist: Distribution, halo, periodic) -> Distribution:
     """`dist`'s blocks (even blocks for other dimensions) on its grid, with a new halo."""
-    halos = _per_dim_halo(halo, dist.ndim)
-    periodics = _per_dim(periodic, dist.ndim, "periodic")
+    halos = per_dim_halo(halo, dist.ndim)
+    periodics = per_dim(periodic, dist.ndim, "periodic")
     maps = []
     for k, (m, h, p) in enumerate(zip(dist.maps, halos, periodics)):
-        lo, hi = _halo_pair(h, k) or (0, 0)
+        lo, hi = halo_pair(h, k) or (0, 0)
         block = isinstance(m, BlockMap)
         p = (m.periodic if block else False) if p is None else bool(p)
         if lo != hi and (m.nprocs > 1 or p):

@@ -119,7 +119,7 @@ def assert_eq(distributed, expected, *, rtol: float | None = None, atol: float =
 
 
 def _check_blocks(a, header: str) -> None:
-    for r, block in a._locals.items():
+    for r, block in a.locals.items():
         shape = a.distribution.local_shape(r) if a.ndim else ()
         if not isinstance(block, np.ndarray):
             raise AssertionError(f"{header} rank {r}'s block is a {type(block).__name__}")

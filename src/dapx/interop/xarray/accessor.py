@@ -40,20 +40,20 @@ import xarray as xr
 from ...backends import Backend, get_backend
 from ...core.array import DistributedArray
 from .layout import (
-    _array_of,
-    _axes,
-    _by_name,
-    _check_distributable,
-    _check_names,
-    _distribute_array,
-    _gather_all,
-    _local_dataarray,
-    _map_halo,
-    _map_spec,
-    _per_dim,
-    _redistribute_array,
-    _resolve,
-    _with_data,
+    array_of,
+    by_name,
+    check_distributable,
+    check_names,
+    distribute_array,
+    gather_all,
+    local_dataarray,
+    map_halo,
+    map_spec,
+    per_dim_name,
+    redistribute_array,
+    resolve_layout,
+    to_axes,
+    with_data,
 )
 
 __all__ = ["DataArrayAccessor", "DatasetAccessor"]
@@ -137,16 +137,16 @@ class DataArrayAccessor(_Accessor):
         {'y': 'b', 'x': 'c'}
         """
         obj = self._obj
-        _check_distributable(obj)
-        layout = _by_name(grid, grid_kwargs, "grid")
+        check_distributable(obj)
+        layout = by_name(grid, grid_kwargs, "grid")
         backend = get_backend() if backend is None else backend
         if isinstance(obj.variable._data, DistributedArray):
             backend = obj.variable._data.backend
-        halo = _per_dim(halo, obj.dims, "halo")
-        kinds, sizes = _resolve(obj.dims, obj.shape, layout, dist, backend.nranks, halo)
-        return _distribute_array(
+        halo = per_dim_name(halo, obj.dims, "halo")
+        kinds, sizes = resolve_layout(obj.dims, obj.shape, layout, dist, backend.nranks, halo)
+        return distribute_array(
             obj, obj.dims, kinds, sizes, halo,
-            _per_dim(periodic, obj.dims, "periodic"), backend,
+            per_dim_name(periodic, obj.dims, "periodic"), backend,
         )  # fmt: skip
 
     def gather(self) -> xr.DataArray:
@@ -154,7 +154,7 @@ class DataArrayAccessor(_Accessor):
 
         Every process gets the whole array (an explicit, collective gather).
         """
-        return _gather_all(self._obj)
+        return gather_all(self._obj)
 
     def redistribute(
         self,
@@ -186,9 +186,9 @@ class DataArrayAccessor(_Accessor):
         >>> d.dap.dist, d.dap.local(0).values
         ({'x': 'c'}, array([0., 2., 4., 6.]))
         """
-        return _redistribute_array(self._obj, _by_name(layout, layout_kwargs, "layout"), dist,
-                                   _per_dim(halo, self._obj.dims, "halo"),
-                                   _per_dim(periodic, self._obj.dims, "periodic"))  # fmt: skip
+        return redistribute_array(self._obj, by_name(layout, layout_kwargs, "layout"), dist,
+                                   per_dim_name(halo, self._obj.dims, "halo"),
+                                   per_dim_name(periodic, self._obj.dims, "periodic"))  # fmt: skip
 
     # -- the layout by dimension name ---------------------------------------------------------
     @property
@@ -199,29 +199,29 @@ class DataArrayAccessor(_Accessor):
     @property
     def array(self) -> DistributedArray:
         """The DistributedArray inside (raises if the data is not distributed)."""
-        return _array_of(self._obj)
+        return array_of(self._obj)
 
     @property
     def backend(self) -> Backend:
-        return _array_of(self._obj).backend
+        return array_of(self._obj).backend
 
     @property
     def grid(self) -> dict:
         """Number of ranks along each dimension, e.g. ``{"x": 2, "y": 2}``."""
-        a = _array_of(self._obj)
+        a = array_of(self._obj)
         return {d: m.nprocs for d, m in zip(self._obj.dims, a.distribution.maps)}
 
     @property
     def dist(self) -> dict:
         """The distribution of each dimension: ``"b"``, ``"c"``, ``"u"``, ``"n"`` or a spec dict."""
-        a = _array_of(self._obj)
-        return {d: _map_spec(m) for d, m in zip(self._obj.dims, a.distribution.maps)}
+        a = array_of(self._obj)
+        return {d: map_spec(m) for d, m in zip(self._obj.dims, a.distribution.maps)}
 
     @property
     def halo(self) -> dict:
         """The (lo, hi) halo width of each dimension, e.g. ``{"x": (1, 1), "y": (0, 0)}``."""
-        a = _array_of(self._obj)
-        return {d: _map_halo(m) for d, m in zip(self._obj.dims, a.distribution.maps)}
+        a = array_of(self._obj)
+        return {d: map_halo(m) for d, m in zip(self._obj.dims, a.distribution.maps)}
 
     # -- halos -------------------------------------------------------------------------------------
     def update_halos(self, boundary=None) -> xr.DataArray:
@@ -232,17 +232,17 @@ class DataArrayAccessor(_Accessor):
         are filled in place; the DataArray is returned for chaining.
         """
         obj = self._obj
-        a = _array_of(obj)
+        a = array_of(obj)
         if isinstance(boundary, Mapping):
-            _check_names(boundary, obj.dims, "boundary")
-            boundary = _axes(boundary, obj.dims)
+            check_names(boundary, obj.dims, "boundary")
+            boundary = to_axes(boundary, obj.dims)
         a.update_halos(boundary=boundary)
         return obj
 
     @property
     def interior(self) -> xr.DataArray:
         """The DataArray without halos (its data a view: `DistributedArray.interior`)."""
-        return _with_data(self._obj, _array_of(self._obj).interior)
+        return with_data(self._obj, array_of(self._obj).interior)
 
     def map_overlap(
         self, func: Callable, depth, boundary=None, dtype=None, **kwargs
@@ -268,13 +268,13 @@ class DataArrayAccessor(_Accessor):
         from ...functions.overlap import map_overlap
 
         obj = self._obj
-        a = _array_of(obj)
-        depth = _axes(_per_dim(depth, obj.dims, "depth"), obj.dims)
+        a = array_of(obj)
+        depth = to_axes(per_dim_name(depth, obj.dims, "depth"), obj.dims)
         if isinstance(boundary, Mapping):
-            _check_names(boundary, obj.dims, "boundary")
-            boundary = _axes(boundary, obj.dims)
+            check_names(boundary, obj.dims, "boundary")
+            boundary = to_axes(boundary, obj.dims)
         result = map_overlap(func, a, depth=depth, boundary=boundary, dtype=dtype, **kwargs)
-        return _with_data(obj, result)
+        return with_data(obj, result)
 
     # -- local data -----------------------------------------------------------------------------
     def local(self, rank: int | None = None, padded: bool = False) -> xr.DataArray:
@@ -293,11 +293,11 @@ class DataArrayAccessor(_Accessor):
         The data is the block itself (no copy); coordinates are the matching
         slices of every coordinate.
         """
-        return _local_dataarray(self._obj, rank, padded)
+        return local_dataarray(self._obj, rank, padded)
 
     def distarray(self, rank: int | None = None) -> dict:
         """The DAP ``__distarray__`` dict of `rank` (`DistributedArray.distarray`)."""
-        return _array_of(self._obj).distarray(rank)
+        return array_of(self._obj).distarray(rank)
 
     def _repr_html_(self) -> str:
         from ...core.display import html_repr
@@ -305,7 +305,7 @@ class DataArrayAccessor(_Accessor):
         obj = self._obj
         if not self.is_distributed:
             return f"<pre>{html.escape(type(obj.variable._data).__name__)} (not distributed)</pre>"
-        return html_repr(_array_of(obj), dim_names=[str(d) for d in obj.dims])
+        return html_repr(array_of(obj), dim_names=[str(d) for d in obj.dims])
 
 
 @xr.register_dataset_accessor("dap")
@@ -356,9 +356,9 @@ class DatasetAccessor(_Accessor):
         """
         obj = self._obj
         dims = tuple(obj.sizes)
-        layout = _by_name(grid, grid_kwargs, "grid")
+        layout = by_name(grid, grid_kwargs, "grid")
         backend = get_backend() if backend is None else backend
-        halo, periodic = _per_dim(halo, dims, "halo"), _per_dim(periodic, dims, "periodic")
+        halo, periodic = per_dim_name(halo, dims, "halo"), per_dim_name(periodic, dims, "periodic")
         if not layout and not isinstance(dist, Mapping):
             shared = [d for d in dims if all(d in v.dims for v in obj.data_vars.values())]
             if not shared:
@@ -371,7 +371,7 @@ class DatasetAccessor(_Accessor):
         lasts = {v.dims[-1] for v in obj.data_vars.values() if v.dims}
         dims = tuple(sorted(dims, key=lambda d: d in lasts))
         shape = tuple(obj.sizes[d] for d in dims)
-        kinds, sizes = _resolve(dims, shape, layout, dist, backend.nranks, halo)
+        kinds, sizes = resolve_layout(dims, shape, layout, dist, backend.nranks, halo)
         kind_of, size_of = dict(zip(dims, kinds)), dict(zip(dims, sizes))
         named = [d for d in dims if d in layout or (isinstance(dist, Mapping) and d in dist)]
         out = obj.copy(deep=False)
@@ -380,7 +380,7 @@ class DatasetAccessor(_Accessor):
             if not all(d in var.dims for d in named):
                 continue
             vdims = var.dims
-            out[name] = _distribute_array(
+            out[name] = distribute_array(
                 var, vdims, [kind_of[d] for d in vdims], [size_of[d] for d in vdims],
                 {d: h for d, h in halo.items() if d in vdims},
                 {d: p for d, p in periodic.items() if d in vdims}, backend,
@@ -392,7 +392,7 @@ class DatasetAccessor(_Accessor):
 
     def gather(self) -> xr.Dataset:
         """The NumPy-backed Dataset, identical to the one that was distributed."""
-        return _gather_all(self._obj)
+        return gather_all(self._obj)
 
     def redistribute(
         self,
@@ -407,12 +407,12 @@ class DatasetAccessor(_Accessor):
 
         Each variable changes the named dimensions it has.
         """
-        layout = _by_name(layout, layout_kwargs, "layout")
+        layout = by_name(layout, layout_kwargs, "layout")
         dims = tuple(self._obj.sizes)
-        _check_names(layout, dims, "redistribute")
-        halo, periodic = _per_dim(halo, dims, "halo"), _per_dim(periodic, dims, "periodic")
+        check_names(layout, dims, "redistribute")
+        halo, periodic = per_dim_name(halo, dims, "halo"), per_dim_name(periodic, dims, "periodic")
         dist = dist if not isinstance(dist, Mapping) else dict(dist)
-        _check_names(dist if isinstance(dist, Mapping) else (), dims, "dist")
+        check_names(dist if isinstance(dist, Mapping) else (), dims, "dist")
 
         def one(var):
             def mine(m):
@@ -420,7 +420,7 @@ class DatasetAccessor(_Accessor):
 
             d = mine(dist) if isinstance(dist, Mapping) else dist
             try:
-                return _redistribute_array(var, mine(layout), d, mine(halo), mine(periodic))
+                return redistribute_array(var, mine(layout), d, mine(halo), mine(periodic))
             except ValueError as e:
                 raise ValueError(f"data variable {var.name!r}: {e}") from None
 
@@ -462,7 +462,7 @@ class DatasetAccessor(_Accessor):
 
     def update_halos(self, boundary=None) -> xr.Dataset:
         """Fill the halos of every distributed data variable (in place); returns the Dataset."""
-        _check_names(boundary if isinstance(boundary, Mapping) else (), tuple(self._obj.sizes),
+        check_names(boundary if isinstance(boundary, Mapping) else (), tuple(self._obj.sizes),
                      "boundary")  # fmt: skip
         for var in self._distributed().values():
             b = ({d: v for d, v in boundary.items() if d in var.dims}
@@ -479,8 +479,8 @@ class DatasetAccessor(_Accessor):
                     **kwargs) -> xr.Dataset:  # fmt: skip
         """`DataArrayAccessor.map_overlap` on every distributed data variable."""
         dims = tuple(self._obj.sizes)
-        depth = _per_dim(depth, dims, "depth")
-        _check_names(boundary if isinstance(boundary, Mapping) else (), dims, "boundary")
+        depth = per_dim_name(depth, dims, "depth")
+        check_names(boundary if isinstance(boundary, Mapping) else (), dims, "boundary")
 
         def one(var):
             b = ({d: v for d, v in boundary.items() if d in var.dims}

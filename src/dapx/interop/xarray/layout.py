@@ -2,8 +2,8 @@
 
 `dapx.interop.xarray.accessor` defines the accessor classes; this module holds what they
 share: turning arguments by dimension name (``x=2``, ``dist={"x": "c"}``,
-``halo={"y": 1}``) into dapx's per-axis layouts and back (`_resolve`,
-`_map_spec`, `_map_halo`), and distributing, gathering, redistributing and
+``halo={"y": 1}``) into dapx's per-axis layouts and back (`resolve_layout`,
+`map_spec`, `map_halo`), and distributing, gathering, redistributing and
 taking local blocks of one DataArray (or every variable of a Dataset),
 coordinates included. It imports xarray, so like `dapx.interop.xarray.accessor` it is
 imported only once xarray is.
@@ -29,27 +29,27 @@ from ...layout.grid import default_grid
 from ...layout.maps import BlockMap, CyclicMap, Map, UnstructuredMap
 
 __all__ = [
-    "_array_of",
-    "_axes",
-    "_by_name",
-    "_check_distributable",
-    "_check_names",
-    "_distribute_array",
-    "_gather_all",
-    "_local_dataarray",
-    "_map_halo",
-    "_map_spec",
-    "_per_dim",
-    "_redistribute_array",
-    "_resolve",
-    "_with_data",
+    "array_of",
+    "by_name",
+    "check_distributable",
+    "check_names",
+    "distribute_array",
+    "gather_all",
+    "local_dataarray",
+    "map_halo",
+    "map_spec",
+    "per_dim_name",
+    "redistribute_array",
+    "resolve_layout",
+    "to_axes",
+    "with_data",
 ]
 
 
 # -- helpers: names <-> axes -----------------------------------------------------------------------
 
 
-def _by_name(positional: Any, keywords: Mapping, what: str) -> dict:
+def by_name(positional: Any, keywords: Mapping, what: str) -> dict:
     """xarray's ``either_dict_or_kwargs``: a dict argument or keyword arguments, not both."""
     if positional is None:
         return dict(keywords)
@@ -60,7 +60,7 @@ def _by_name(positional: Any, keywords: Mapping, what: str) -> dict:
     return dict(positional)
 
 
-def _check_names(names, dims: tuple, what: str) -> None:
+def check_names(names, dims: tuple, what: str) -> None:
     unknown = [n for n in names if n not in dims]
     if unknown:
         raise ValueError(
@@ -68,21 +68,21 @@ def _check_names(names, dims: tuple, what: str) -> None:
         )
 
 
-def _per_dim(value, dims: tuple, what: str) -> dict:
+def per_dim_name(value, dims: tuple, what: str) -> dict:
     """A dict by dimension name, from a dict or one value for every dimension."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        _check_names(value, dims, what)
+        check_names(value, dims, what)
         return dict(value)
     return dict.fromkeys(dims, value)
 
 
-def _axes(by_dim: Mapping, dims: tuple) -> dict:
+def to_axes(by_dim: Mapping, dims: tuple) -> dict:
     return {dims.index(d): v for d, v in by_dim.items() if d in dims}
 
 
-def _array_of(obj) -> DistributedArray:
+def array_of(obj) -> DistributedArray:
     data = obj.variable._data
     if not isinstance(data, DistributedArray):
         raise TypeError(
@@ -92,12 +92,12 @@ def _array_of(obj) -> DistributedArray:
     return data
 
 
-def _with_data(obj, data):
+def with_data(obj, data):
     """`obj` (a DataArray) with `data` in place of its data: same coords, attrs and name."""
     return obj.copy(deep=False, data=data)
 
 
-def _map_spec(m: Map) -> str | dict:
+def map_spec(m: Map) -> str | dict:
     """The ``dist`` spec of one map, as `distribute` and `redistribute` take it."""
     if isinstance(m, UnstructuredMap):
         return "u"
@@ -120,7 +120,7 @@ def _exact_spec(m: Map) -> dict:
     raise TypeError(f"unknown map type {type(m).__name__}")
 
 
-def _map_halo(m: Map) -> tuple[int, int]:
+def map_halo(m: Map) -> tuple[int, int]:
     """The (lo, hi) ghost widths of a dimension (the widest over its ranks)."""
     if not (isinstance(m, BlockMap) and m.is_padded):
         return (0, 0)
@@ -151,7 +151,7 @@ def _split_layout(layout: Mapping, dist) -> tuple[dict, dict]:
     return grid, specs
 
 
-def _resolve(
+def resolve_layout(
     dims: tuple, shape: tuple, layout: Mapping, dist, nranks: int, halo: Mapping
 ) -> tuple[list, list]:
     """(specs, grid sizes) per dimension for `distribute`.
@@ -162,7 +162,7 @@ def _resolve(
     split only when the others cannot hold every rank).
     """
     grid, specs = _split_layout(layout, dist)
-    _check_names([*grid, *specs], dims, "distribute")
+    check_names([*grid, *specs], dims, "distribute")
     named = set(grid) | set(specs)
     default = dist if isinstance(dist, (str, type(None))) else None
     sizes, kinds = [], []
@@ -185,7 +185,7 @@ def _resolve(
 # -- the shared implementation ---------------------------------------------------------------------
 
 
-def _check_distributable(obj) -> None:
+def check_distributable(obj) -> None:
     data = obj.variable._data
     if not isinstance(data, (np.ndarray, DistributedArray)):
         raise TypeError(
@@ -194,29 +194,29 @@ def _check_distributable(obj) -> None:
         )
 
 
-def _distribute_array(obj, dims, kinds, sizes, halo, periodic, backend):
-    _check_distributable(obj)
+def distribute_array(obj, dims, kinds, sizes, halo, periodic, backend):
+    check_distributable(obj)
     data = obj.variable._data
     options = {}
     if halo:
-        options["halo"] = _axes(halo, dims)
+        options["halo"] = to_axes(halo, dims)
     if periodic:
         options["periodic"] = [bool(periodic.get(d, False)) for d in dims]
     if isinstance(data, DistributedArray):
-        return _with_data(obj, data.redistribute(kinds, sizes, **options))
-    return _with_data(obj, asarray(data, dist=kinds, grid=sizes, backend=backend, **options))
+        return with_data(obj, data.redistribute(kinds, sizes, **options))
+    return with_data(obj, asarray(data, dist=kinds, grid=sizes, backend=backend, **options))
 
 
 def _gathered(var: xr.Variable) -> xr.Variable:
     return var.copy(deep=False, data=var._data.gather())
 
 
-def _gather_all(obj):
+def gather_all(obj):
     """`obj` with every DistributedArray (data and coordinates) gathered into NumPy."""
     out = obj.copy(deep=False)
     if isinstance(obj, xr.DataArray):
         if isinstance(obj.variable._data, DistributedArray):
-            out = _with_data(out, obj.variable._data.gather())
+            out = with_data(out, obj.variable._data.gather())
         variables = {name: c.variable for name, c in obj.coords.items()}
     else:
         variables = obj.variables
@@ -229,17 +229,17 @@ def _gather_all(obj):
     return out
 
 
-def _redistribute_array(obj, layout: Mapping, dist, halo, periodic):
-    a = _array_of(obj)
+def redistribute_array(obj, layout: Mapping, dist, halo, periodic):
+    a = array_of(obj)
     dims = obj.dims
     grid, specs = _split_layout(layout, dist)
     if isinstance(dist, str):
         specs.update(dict.fromkeys(dims, dist))
-    _check_names([*grid, *specs, *(halo or {}), *(periodic or {})], dims, "redistribute")
+    check_names([*grid, *specs, *(halo or {}), *(periodic or {})], dims, "redistribute")
     named = set(grid) | set(specs)
     kinds, sizes, halos = [], [], []
     for d, m in zip(dims, a.distribution.maps):
-        current = _map_halo(m)
+        current = map_halo(m)
         if d in named:
             kind = specs.get(d, "b")
             sizes.append(grid.get(d, m.nprocs))
@@ -263,7 +263,7 @@ def _redistribute_array(obj, layout: Mapping, dist, halo, periodic):
             f"the grid {dict(zip(dims, sizes))} has {int(np.prod(sizes))} ranks, not the "
             f"backend's {a.backend.nranks}: give every dimension's number of ranks"
         )
-    return _with_data(obj, a.redistribute(kinds, sizes, **options))
+    return with_data(obj, a.redistribute(kinds, sizes, **options))
 
 
 def _coord_take(values: np.ndarray, positions: list, extrapolate: bool) -> np.ndarray:
@@ -296,8 +296,8 @@ def _local_positions(a: DistributedArray, rank: int, padded: bool):
     return a.local(rank), list(a.distribution.global_indices(rank))
 
 
-def _local_dataarray(obj, rank, padded):
-    a = _array_of(obj)
+def local_dataarray(obj, rank, padded):
+    a = array_of(obj)
     rank = a._rank(rank)
     block, positions = _local_positions(a, rank, padded)
     where = dict(zip(obj.dims, positions))

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import dap_error
+from ..checks import as_int
 
 __all__ = ["Map", "even_bounds"]
 
@@ -39,12 +40,6 @@ def even_bounds(size: int, nprocs: int) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(counts))).astype(np.intp)
 
 
-def _as_int(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    return int(value)
-
-
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.intp, copy=True)
     a.setflags(write=False)
@@ -58,8 +53,8 @@ class Map(ABC):
     dist_type: str
 
     def __init__(self, size: int, nprocs: int):
-        size = _as_int(size, "size")
-        nprocs = _as_int(nprocs, "proc_grid_size")
+        size = as_int(size, "size")
+        nprocs = as_int(nprocs, "proc_grid_size")
         if size < 0:
             raise dap_error(f"size must be >= 0, got {size}", key="size")
         if nprocs < 1:

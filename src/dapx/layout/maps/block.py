@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DAPError, dap_error
-from .base import Map, _as_int, _readonly, even_bounds
+from ..checks import as_int
+from .base import Map, _readonly, even_bounds
 
 __all__ = ["BlockMap"]
 
@@ -81,7 +82,7 @@ class BlockMap(Map):
         if bounds is None:
             if nprocs is None:
                 raise TypeError("BlockMap needs bounds or nprocs")
-            bounds = even_bounds(_as_int(size, "size"), _as_int(nprocs, "proc_grid_size"))
+            bounds = even_bounds(as_int(size, "size"), as_int(nprocs, "proc_grid_size"))
         bounds = np.asarray(bounds)
         if bounds.ndim != 1 or bounds.size < 2 or bounds.dtype.kind not in "iu":
             raise dap_error(f"bounds must be nprocs + 1 integers, got {bounds!r}")

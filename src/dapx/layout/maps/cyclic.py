@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import dap_error
-from .base import Map, _as_int
+from ..checks import as_int
+from .base import Map
 
 __all__ = ["CyclicMap"]
 
@@ -32,7 +33,7 @@ class CyclicMap(Map):
 
     def __init__(self, size: int, nprocs: int, block_size: int = 1):
         super().__init__(size, nprocs)
-        block_size = _as_int(block_size, "block_size")
+        block_size = as_int(block_size, "block_size")
         if block_size < 1:
             raise dap_error(f"block_size must be >= 1, got {block_size}", key="block_size")
         object.__setattr__(self, "_block_size", int(block_size))
