@@ -11,6 +11,10 @@ and, under ``mpiexec -n N`` (see tests/test_mpi.py), once on ``dapx.mpi()``.
 There every process must make the same collective calls in the same order:
 hypothesis is derandomized so all ranks draw the same examples, and tests
 that build their own simulated backends are skipped.
+
+Tests that start another program do so with `tests._processes.run`, which
+kills the program and all it started when it runs out of time; the hooks
+below tell it the running test's pytest timeout, which its own must stay below.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pytest
 
 import dapx
 from dapx.testing.pytest_plugin import uses_dask, uses_mpi
+from tests import _processes
 
 pytest_plugins = ["pytester"]
 
@@ -34,6 +39,23 @@ if MPI:
 
     settings.register_profile("dapx-mpi", derandomize=True, database=None)
     settings.load_profile("dapx-mpi")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xarray.tests, imported by test_xarray_duck_array.py, uses these marks (--strict-markers).
+    config.addinivalue_line("markers", "flaky: xarray.tests' mark of flaky tests")
+    config.addinivalue_line("markers", "network: xarray.tests' mark of tests that need a network")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings) -> None:
+    """Tell tests/_processes.py the test's pytest timeout: a child's must end before it."""
+    _processes.set_test_timeout(settings.timeout)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    _processes.set_test_timeout(None)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import pickle
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 import dapx
 from dapx.testing import assert_eq
+from tests import _processes
 
 distributed = pytest.importorskip("distributed")
 
@@ -232,8 +232,7 @@ def test_worker_processes_and_a_cluster_of_its_own():
             print("ok", b.nranks, len(set(b.workers)))
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = _processes.run([sys.executable, "-c", script], timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("ok")
 
@@ -289,11 +288,7 @@ def test_array_suite_subset_on_the_dask_backend():
     env = {**os.environ, "DAPX_BACKEND": "dask", "DAPX_RANKS": "3"}
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "timeout=120",
             *(f"tests/test_{name}.py" for name in ARRAY_FILES), "-k", select]  # fmt: skip
-    try:
-        result = subprocess.run(args, capture_output=True, text=True, timeout=800, env=env,
-                                cwd=root)  # fmt: skip
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"the dask run timed out (a hang?): {str(e.output)[-4000:]}")
+    result = _processes.run(args, timeout=800, env=env, cwd=root)  # a timeout shows the output
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     passed = int(re.findall(r"(\d+) passed", result.stdout)[-1])
     assert passed >= 300, result.stdout[-2000:]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import doctest
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import _processes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,18 +42,15 @@ def test_readme_examples_run():
 
 
 def test_info_reports_versions_and_backends():
-    out = subprocess.run(
-        [sys.executable, "-m", "dapx", "info"], capture_output=True, text=True, check=True
-    ).stdout
+    result = _processes.run([sys.executable, "-m", "dapx", "info"], timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     for name in ("dapx", "numpy", "xarray", "dask", "mpi4py", "MPI library", "backends"):
         assert name in out
 
 
 def test_ruff_is_clean():
-    result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    result = _processes.run(
+        [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"], timeout=120, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr

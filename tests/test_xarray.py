@@ -15,7 +15,6 @@ under mpiexec), so they run unchanged with one rank per process.
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 import warnings
 
@@ -25,6 +24,7 @@ import pytest
 
 import dapx
 from dapx.testing import assert_eq, layout
+from tests import _processes
 
 xr = pytest.importorskip("xarray")
 
@@ -541,8 +541,7 @@ print("registered")
 
 
 def _fresh_python(code: str, tmp_path) -> str:
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path)  # fmt: skip
+    result = _processes.run([sys.executable, "-c", code], timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

@@ -158,18 +158,43 @@ def test_halos(backend, boundary):
         np.testing.assert_array_equal(r.gather(), _laplacian(np.pad(x, 1, **kw))[1:-1, 1:-1])
 
 
-@pytest.mark.parametrize("periodic", [False, True])
-def test_halo_exchange_runs_on_a_cartesian_communicator(backend, periodic):
-    """The grid's Cartesian communicator numbers its ranks as the DAP grid does."""
-    a = dapx.asarray(_data((9, 11)), halo=1, periodic=periodic, backend=backend)
-    a.update_halos()
-    grid = a.distribution.grid
-    if backend.nranks > 1:  # one process exchanges nothing
-        assert (tuple(grid.shape), (periodic,) * 2) in backend._carts
-    cart = backend.cart_comm(tuple(grid.shape), (periodic,) * 2)
-    assert cart.Get_rank() == backend.comm.rank
-    assert tuple(cart.Get_coords(cart.Get_rank())) == a.distribution.coords(backend.comm.rank)
-    assert tuple(cart.Get_topo()[0]) == tuple(grid.shape)
+@pytest.mark.parametrize(
+    ("periodic", "boundary", "pad"),
+    [
+        (False, "reflect", {"mode": "symmetric"}),
+        (False, 2.5, {"mode": "constant", "constant_values": 2.5}),
+        (True, None, {"mode": "wrap"}),
+    ],
+    ids=["reflect", "constant", "periodic"],
+)
+def test_halo_exchange_runs_on_a_cartesian_communicator(backend, periodic, boundary, pad):
+    """A 2-D grid's halo update, corners included, runs over its Cartesian communicator.
+
+    The grid is 2 x n/2 on an even number of processes (2 x 2 on 4: every
+    rank has a neighbour across a corner), n x 1 otherwise. Each rank's
+    block, ghost cells included, must equal its part of ``numpy.pad`` of the
+    whole array, found from the rank's coordinates on the Cartesian
+    communicator (MPI's numbering, not dapx's).
+    """
+    n, me = backend.nranks, backend.comm.rank
+    grid = (2, n // 2) if n % 2 == 0 else (n, 1)
+    x = _data((9, 11))
+    a = dapx.asarray(x, grid=grid, halo=1, periodic=periodic, backend=backend)
+    assert a.distribution.grid_shape == grid
+    block = a.local()
+    block[0, :] = block[-1, :] = block[:, 0] = block[:, -1] = np.nan  # no stale ghost passes
+    a.update_halos(boundary)
+    if n > 1:  # one process exchanges nothing
+        assert (grid, (periodic,) * 2) in backend._carts
+    cart = backend.cart_comm(grid, (periodic,) * 2)
+    assert cart.Get_rank() == me and tuple(cart.Get_topo()[0]) == grid
+    coords = tuple(cart.Get_coords(me))
+    assert coords == a.distribution.coords(me)
+    # np.array_split's blocks, shifted by the one ghost cell numpy.pad adds in front.
+    starts = [np.cumsum([0, *(len(c) for c in np.array_split(np.arange(size), p))])
+              for size, p in zip(x.shape, grid)]  # fmt: skip
+    part = tuple(slice(s[c], s[c + 1] + 2) for s, c in zip(starts, coords))
+    np.testing.assert_array_equal(block, np.pad(x, 1, **pad)[part], err_msg=f"rank {me}")
 
 
 def test_halo_demo_equals_numpy(backend):
