@@ -117,8 +117,10 @@ def peak_memory(backend, n=10**7):
         return peak_bytes
 
     p_np, p_dx = peak(lambda: x * y + z), peak(lambda: a * b + c)
-    print(f"\npeak memory of a*b+c on {n:.0e} float64: numpy {p_np / 1e6:.1f} MB, "
-          f"dapx {p_dx / 1e6:.1f} MB, ratio {p_dx / p_np:.3f}")  # fmt: skip
+    print(
+        f"\npeak memory of a*b+c on {n:.0e} float64: numpy {p_np / 1e6:.1f} MB, "
+        f"dapx {p_dx / 1e6:.1f} MB, ratio {p_dx / p_np:.3f}"
+    )
 
 
 def main():

@@ -81,13 +81,22 @@ def elementwise_and_sum(backend, client, n: int, rounds: int) -> None:
         kept["dask"] = (x * y + z).persist()
         distributed.wait(kept["dask"])
 
-    med = _medians({"dapx a*b+c": dapx_expr, "dask a*b+c": dask_expr,
-                    "dapx sum": lambda: float(np.sum(a)),
-                    "dask sum": lambda: float(x.sum().compute())}, rounds)  # fmt: skip
-    check = np.allclose(float(np.sum(kept["dapx"])), float((a.gather() * b.gather()
-                                                           + c.gather()).sum()))  # fmt: skip
-    print(f"\n{n:.0e} float64, 2 ranks / 2 chunks on 2 workers, median of {rounds} "
-          f"(results checked: {check})")  # fmt: skip
+    med = _medians(
+        {
+            "dapx a*b+c": dapx_expr,
+            "dask a*b+c": dask_expr,
+            "dapx sum": lambda: float(np.sum(a)),
+            "dask sum": lambda: float(x.sum().compute()),
+        },
+        rounds,
+    )
+    check = np.allclose(
+        float(np.sum(kept["dapx"])), float((a.gather() * b.gather() + c.gather()).sum())
+    )
+    print(
+        f"\n{n:.0e} float64, 2 ranks / 2 chunks on 2 workers, median of {rounds} "
+        f"(results checked: {check})"
+    )
     print(f"{'operation':<12} {'dask s':>9} {'dapx s':>9} {'dapx/dask':>10}  target")
     for op in ("a*b+c", "sum"):
         d, p = med[f"dask {op}"], med[f"dapx {op}"]
@@ -124,11 +133,15 @@ def jacobi(backend, client, n: int, iterations: int, rounds: int) -> None:
         u = dapx.map_overlap(_step, u, depth=1, boundary=0.0, trim=False)
         y = y.map_overlap(_step, depth=1, boundary=0.0)
     same = bool(np.array_equal(u.interior.gather(), y.compute()))
-    print(f"\nJacobi {n} x {n} float64, {iterations} iterations, median of {rounds} "
-          f"(same result as dask: {same})")  # fmt: skip
+    print(
+        f"\nJacobi {n} x {n} float64, {iterations} iterations, median of {rounds} "
+        f"(same result as dask: {same})"
+    )
     print(f"  dask.array map_overlap     {med['dask']:8.3f} s")
-    print(f"  dapx map_overlap           {med['dapx']:8.3f} s   "
-          f"{med['dask'] / med['dapx']:.2f}x faster (target >= 2x)")  # fmt: skip
+    print(
+        f"  dapx map_overlap           {med['dapx']:8.3f} s   "
+        f"{med['dask'] / med['dapx']:.2f}x faster (target >= 2x)"
+    )
 
 
 def main() -> None:
@@ -137,17 +150,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
     args = parser.parse_args()
-    n, size, iterations, rounds = (4 * 10**7, 4096, 50, 5) if not args.quick else \
-        (4 * 10**5, 256, 5, 2)  # fmt: skip
+    n, size, iterations, rounds = (
+        (4 * 10**7, 4096, 50, 5) if not args.quick else (4 * 10**5, 256, 5, 2)
+    )
     import dask
 
     # The workers get this process's malloc settings (dask's nanny sets its own otherwise).
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
-    environ.update({k: os.environ[k] for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")
-                    if k in os.environ})  # fmt: skip
+    environ.update(
+        {
+            k: os.environ[k]
+            for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")
+            if k in os.environ
+        }
+    )
     dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         backend = dapx.dask_backend(client)
         print(f"dapx {dapx.__version__} on {backend!r}; dask.array on the same 2 workers")
         elementwise_and_sum(backend, client, n, rounds)

@@ -245,8 +245,12 @@ def main() -> int:
     parser.add_argument("--part", choices=["all", "simulated", "mpi", "dask"], default="all")
     # Set on the processes this script starts under mpiexec, not by hand.
     parser.add_argument("--mpi-rank", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--bufsize", type=int, default=2048,
-                        help="NumPy ufunc buffer size of the second simulated table")  # fmt: skip
+    parser.add_argument(
+        "--bufsize",
+        type=int,
+        default=2048,
+        help="NumPy ufunc buffer size of the second simulated table",
+    )
     args = parser.parse_args()
     n, it, rounds = args.size, args.iterations, args.rounds
     if args.mpi_rank:
@@ -259,8 +263,11 @@ def main() -> int:
         print(f"NumPy's ufunc buffer {np.getbufsize()} elements (its default):")
         print(f"  numpy slicing stencil        {s['numpy']:8.3f} s")
         default = " x ".join(map(str, s["grid"]))
-        rows = [("dapx", f"dapx, default grid {default}"), ("2x2", "dapx, grid 2 x 2"),
-                ("blocks", "numpy on 2x2 blocks, no dapx")]  # fmt: skip
+        rows = [
+            ("dapx", f"dapx, default grid {default}"),
+            ("2x2", "dapx, grid 2 x 2"),
+            ("blocks", "numpy on 2x2 blocks, no dapx"),
+        ]
         for key, label in rows:
             print(f"  {label:<28} {s[key]:8.3f} s   {s[key] / s['numpy']:5.2f}x")
         print(f"  dapx's own cost on 2 x 2: {s['2x2'] / s['blocks']:.2f}x the bare kernels")
@@ -281,8 +288,10 @@ def main() -> int:
         mpi = {k: statistics.median(r[k] for r in runs["mpi"]) for k in ("sendrecv", "dapx")}
         same = all(r["same"] for r in runs["mpi"])
         ratio = statistics.median(r["dapx"] / r["sendrecv"] for r in runs["mpi"])
-        print(f"\nmpiexec -n 2, grid {tuple(runs['mpi'][0]['grid'])} (target <= 1.15x), "
-              f"same result: {same}")  # fmt: skip
+        print(
+            f"\nmpiexec -n 2, grid {tuple(runs['mpi'][0]['grid'])} (target <= 1.15x), "
+            f"same result: {same}"
+        )
         print(f"  mpi4py Sendrecv              {mpi['sendrecv']:8.3f} s")
         print(f"  dapx update_halos            {mpi['dapx']:8.3f} s   {ratio:5.2f}x")
     if runs["dask"]:
@@ -292,8 +301,10 @@ def main() -> int:
         print(f"  dask                         {dask_time:8.3f} s")
         if runs["mpi"]:
             speedups = [d["dask"] / m["dapx"] for d, m in zip(runs["dask"], runs["mpi"])]
-            print(f"  dapx on 2 MPI ranks is {statistics.median(speedups):.1f}x faster "
-                  f"(target >= 3x; rounds: {', '.join(f'{x:.1f}' for x in speedups)})")  # fmt: skip
+            print(
+                f"  dapx on 2 MPI ranks is {statistics.median(speedups):.1f}x faster "
+                f"(target >= 3x; rounds: {', '.join(f'{x:.1f}' for x in speedups)})"
+            )
     return 0
 
 
@@ -301,9 +312,20 @@ def _mpi_run(n: int, iterations: int) -> dict:
     """One timed round of the MPI part, in its own ``mpiexec -n 2``."""
     mpiexec = Path(sys.executable).parent / "mpiexec"
     env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
-    cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", sys.executable,
-           __file__, "--mpi-rank", "--size", str(n), "--iterations", str(iterations),
-           "--rounds", "1"]  # fmt: skip
+    cmd = [
+        str(mpiexec if mpiexec.exists() else "mpiexec"),
+        "-n",
+        "2",
+        sys.executable,
+        __file__,
+        "--mpi-rank",
+        "--size",
+        str(n),
+        "--iterations",
+        str(iterations),
+        "--rounds",
+        "1",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 

@@ -450,9 +450,11 @@ def main() -> None:
     backend = dapx.default_backend()
     if backend.name != "mpi" and P > 1:
         raise RuntimeError(f"expected the MPI backend under mpiexec, got {backend!r}")
-    _print(f"dapx {dapx.__version__} on {backend!r} x {P} processes, MPI: "
-           f"{MPI.Get_library_version().splitlines()[0].strip()}, "
-           f"{'unbound' if args.no_pin else 'one core per rank'}")  # fmt: skip
+    _print(
+        f"dapx {dapx.__version__} on {backend!r} x {P} processes, MPI: "
+        f"{MPI.Get_library_version().splitlines()[0].strip()}, "
+        f"{'unbound' if args.no_pin else 'one core per rank'}"
+    )
     _print("times: median over rounds of the slowest rank (s unless noted); ratio = dapx / hand")
 
     t0 = phase = time.perf_counter()
@@ -466,8 +468,10 @@ def main() -> None:
 
     dask_large = dask_large_ops(n_large, max(3, r_large - 2))
     large = large_ops(n_large, r_large)
-    _print(f"\n{n_large:.0e} float64 over {P} ranks, median of {r_large} (dask: rank 0 alone, "
-           f"{P} chunks, threads)")  # fmt: skip
+    _print(
+        f"\n{n_large:.0e} float64 over {P} ranks, median of {r_large} (dask: rank 0 alone, "
+        f"{P} chunks, threads)"
+    )
     _print(f"{'operation':<22} {'hand s':>9} {'dapx s':>9} {'dask s':>9} {'ratio':>7}  target")
     for name in ("a*b+c", "np.sum(a)", "np.std(a)"):
         h, d = large[f"hand {name}"], large[f"dapx {name}"]
@@ -481,14 +485,20 @@ def main() -> None:
     ):
         med, done = fn(size, r_redist, budget, args.profile)
         rows.append((title, med, done))
-    _print(f"\nredistribution of float64 over {P} ranks, median of up to {r_redist} rounds "
-           f"({budget:.0f} s budget each)")  # fmt: skip
-    _print(f"{'operation':<22} {'hand s':>9} {'dapx s':>9} {'in-place':>9} {'ratio':>7}  target"
-           "  (ratio to in-place; rounds; dapx 1st call incl. plan)")  # fmt: skip
+    _print(
+        f"\nredistribution of float64 over {P} ranks, median of up to {r_redist} rounds "
+        f"({budget:.0f} s budget each)"
+    )
+    _print(
+        f"{'operation':<22} {'hand s':>9} {'dapx s':>9} {'in-place':>9} {'ratio':>7}  target"
+        "  (ratio to in-place; rounds; dapx 1st call incl. plan)"
+    )
     for title, med, done in rows:
         h, d, ip = med["hand"], med["dapx"], med["hand in place"]
-        _print(_row(title, [h, d, ip], h)
-               + f"  <= 1.50  ({d / ip:.2f}; {done}; {med['dapx first']:.2f} s)")  # fmt: skip
+        _print(
+            _row(title, [h, d, ip], h)
+            + f"  <= 1.50  ({d / ip:.2f}; {done}; {med['dapx first']:.2f} s)"
+        )
     _print(lap())
 
     small = overhead(n_small, calls, args.profile)

@@ -52,8 +52,9 @@ def main(n: int = 4096, rounds: int = 7) -> None:
     import dask
 
     values = np.random.default_rng(0).standard_normal((n, n))
-    da = xr.DataArray(values, dims=("x", "y"),
-                      coords={"x": np.arange(n), "y": np.linspace(0, 1, n)})  # fmt: skip
+    da = xr.DataArray(
+        values, dims=("x", "y"), coords={"x": np.arange(n), "y": np.linspace(0, 1, n)}
+    )
     backend = dapx.simulated(4)
     objects = {
         "numpy": da,
@@ -75,13 +76,17 @@ def main(n: int = 4096, rounds: int = 7) -> None:
     with dask.config.set(scheduler="threads"):
         med = _interleaved(variants, rounds)
     names = list(objects)
-    print(f"{n} x {n} float64 DataArray, 4 simulated ranks / 4 dask chunks "
-          f"(median of {rounds}, seconds; ratio to NumPy-backed xarray)")  # fmt: skip
+    print(
+        f"{n} x {n} float64 DataArray, 4 simulated ranks / 4 dask chunks "
+        f"(median of {rounds}, seconds; ratio to NumPy-backed xarray)"
+    )
     print(f"{'operation':<28}" + "".join(f"{name:>22}" for name in names))
     for op_name in OPERATIONS:
         base = med[(op_name, "numpy")]
-        cells = [f"{med[(op_name, name)]:>10.4f} ({med[(op_name, name)] / base:>5.2f}x)  "
-                 for name in names]  # fmt: skip
+        cells = [
+            f"{med[(op_name, name)]:>10.4f} ({med[(op_name, name)] / base:>5.2f}x)  "
+            for name in names
+        ]
         print(f"{op_name:<28}" + "".join(f"{c:>22}" for c in cells))
 
 

@@ -213,8 +213,14 @@ def to_v09(d: dict, *, use_n: bool = False, omit_defaults: bool = False) -> dict
     if use_n and P == 1:
         out = {"dist_type": "n", "size": d["size"]}
     else:
-        out = {"dist_type": "b", "size": d["size"], "proc_grid_size": P,
-               "proc_grid_rank": r, "start": start, "stop": stop}  # fmt: skip
+        out = {
+            "dist_type": "b",
+            "size": d["size"],
+            "proc_grid_size": P,
+            "proc_grid_rank": r,
+            "start": start,
+            "stop": stop,
+        }
     if not (omit_defaults and (lo, hi) == (0, 0)):
         out["padding"] = (lo, hi)
     if not (omit_defaults and not d["periodic"]):

@@ -203,8 +203,14 @@ def test_repr_shows_the_layout_and_a_preview():
     text = repr(a)
     # Rank 0 holds rows 0-2 and the even columns: 0, 2, 4, 6, 8, 9, 11, ...
     preview = "rank 0: [0., 2., 4., 6., 8., 9., ...]"
-    for part in ["shape=(5, 9)", "dtype=float64", "dist=(b, c)", "grid=(2, 2)",
-                 "SimulatedBackend(nranks=4)", preview]:  # fmt: skip
+    for part in [
+        "shape=(5, 9)",
+        "dtype=float64",
+        "dist=(b, c)",
+        "grid=(2, 2)",
+        "SimulatedBackend(nranks=4)",
+        preview,
+    ]:
         assert part in text, (part, text)
     c2 = dapx.zeros(10, np.int32, backend=b, dist={"dist": "c", "block_size": 2})
     assert "dist=(c2)" in repr(c2) and "dtype=int32" in repr(c2)
@@ -343,15 +349,46 @@ def same(f, dx_args, np_args):
 
 
 BINARY = [
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-    operator.mod, operator.pow, operator.lt, operator.le, operator.eq, operator.ne,
-    operator.gt, operator.ge, operator.and_, operator.or_, operator.xor,
-    operator.lshift, operator.rshift, np.maximum, np.arctan2, np.hypot, np.logical_and,
-]  # fmt: skip
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.floordiv,
+    operator.mod,
+    operator.pow,
+    operator.lt,
+    operator.le,
+    operator.eq,
+    operator.ne,
+    operator.gt,
+    operator.ge,
+    operator.and_,
+    operator.or_,
+    operator.xor,
+    operator.lshift,
+    operator.rshift,
+    np.maximum,
+    np.arctan2,
+    np.hypot,
+    np.logical_and,
+]
 UNARY = [
-    operator.neg, operator.pos, abs, operator.invert, np.sin, np.exp, np.sqrt, np.square,
-    np.negative, np.isnan, np.sign, np.floor, np.conj, np.logical_not, np.rint,
-]  # fmt: skip
+    operator.neg,
+    operator.pos,
+    abs,
+    operator.invert,
+    np.sin,
+    np.exp,
+    np.sqrt,
+    np.square,
+    np.negative,
+    np.isnan,
+    np.sign,
+    np.floor,
+    np.conj,
+    np.logical_not,
+    np.rint,
+]
 
 
 @pytest.mark.parametrize("kind", ["b", "b-irregular", "c", "c2", "u"])
@@ -378,8 +415,16 @@ def test_operators_and_ufuncs_match_numpy(backend, kind):
 def test_reflected_operators_keep_the_distributed_layout(backend):
     x = np.abs(data((4, 6), np.float64, offset=1))
     a = dapx.asarray(x, backend=backend, dist="c")
-    for f in [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-              operator.floordiv, operator.mod, operator.lt]:  # fmt: skip
+    for f in [
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.pow,
+        operator.floordiv,
+        operator.mod,
+        operator.lt,
+    ]:
         for left in (2.5, np.float32(2), x[0], x):
             got = f(left, a)
             assert isinstance(got, dapx.DistributedArray)

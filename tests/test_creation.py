@@ -185,8 +185,9 @@ def test_fromfunction_calls_each_rank_with_its_own_indices(backend, kind):
 
         kw = layout(kind, shape, backend.nranks, seed=2)
         a = dapx.fromfunction(f, shape, backend=backend, scale=2, **kw)
-        expected = np.fromfunction(lambda *idx: 2 * sum(i * 10**k for k, i in enumerate(idx)),
-                                   shape)  # fmt: skip
+        expected = np.fromfunction(
+            lambda *idx: 2 * sum(i * 10**k for k, i in enumerate(idx)), shape
+        )
         assert_eq(a, expected)
         assert len(calls) == len(backend.local_ranks)
         for r, idx in zip(backend.local_ranks, calls):

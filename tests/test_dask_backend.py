@@ -86,8 +86,9 @@ def test_every_kind_of_operation(dask):
     assert_eq(a @ b.T, x @ y.T)  # linear algebra
     assert_eq(np.einsum("ij,ij->i", a, b), np.einsum("ij,ij->i", x, y))
     r = dapx.random.default_rng(3).random((5, 4), backend=dask)  # random numbers
-    np.testing.assert_array_equal(r.gather(), dapx.random.default_rng(3).random(
-        (5, 4), backend=dapx.simulated(2)).gather())  # fmt: skip
+    np.testing.assert_array_equal(
+        r.gather(), dapx.random.default_rng(3).random((5, 4), backend=dapx.simulated(2)).gather()
+    )
 
 
 def test_arrays_no_handle_refers_to_are_released_on_the_ranks(dask, cluster):
@@ -127,16 +128,24 @@ def test_halos_and_map_overlap(dask, boundary):
     x = np.random.default_rng(1).standard_normal((9, 8))
     u = dapx.asarray(x, halo=1, backend=dask)
     u.update_halos(boundary=boundary)
-    kw = ({"mode": NP_MODE[boundary]} if boundary in NP_MODE
-          else {"mode": "constant", "constant_values": 0.0 if boundary == "none" else boundary})
-    padded = np.pad(x, 1, **kw)  # fmt: skip
+    kw = (
+        {"mode": NP_MODE[boundary]}
+        if boundary in NP_MODE
+        else {"mode": "constant", "constant_values": 0.0 if boundary == "none" else boundary}
+    )
+    padded = np.pad(x, 1, **kw)
     dist = u.distribution
     for r in range(dask.nranks):
         rows, cols = dist.global_indices(r)
         got = u.local_with_halo(r)
-        inner = (slice(None), slice(None)) if boundary != "none" else (
-            slice(1 if rows[0] < 0 else 0, None if rows[-1] < 9 else -1),
-            slice(1 if cols[0] < 0 else 0, None if cols[-1] < 8 else -1))  # fmt: skip
+        inner = (
+            (slice(None), slice(None))
+            if boundary != "none"
+            else (
+                slice(1 if rows[0] < 0 else 0, None if rows[-1] < 9 else -1),
+                slice(1 if cols[0] < 0 else 0, None if cols[-1] < 8 else -1),
+            )
+        )
         np.testing.assert_array_equal(got[inner], padded[np.ix_(rows + 1, cols + 1)][inner])
 
     def laplace(p):
@@ -275,8 +284,16 @@ DASK_SUBSET = [
     "test_tensordot",
     "test_inner_outer_vdot_dot",
 ]
-ARRAY_FILES = ["array", "creation", "reductions", "indexing", "manipulation", "random", "halo",
-               "linalg"]  # fmt: skip
+ARRAY_FILES = [
+    "array",
+    "creation",
+    "reductions",
+    "indexing",
+    "manipulation",
+    "random",
+    "halo",
+    "linalg",
+]
 
 
 @pytest.mark.slow
@@ -286,8 +303,19 @@ def test_array_suite_subset_on_the_dask_backend():
     root = Path(__file__).resolve().parent.parent
     select = " or ".join(f"({k})" for k in DASK_SUBSET)
     env = {**os.environ, "DAPX_BACKEND": "dask", "DAPX_RANKS": "3"}
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "timeout=120",
-            *(f"tests/test_{name}.py" for name in ARRAY_FILES), "-k", select]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "timeout=120",
+        *(f"tests/test_{name}.py" for name in ARRAY_FILES),
+        "-k",
+        select,
+    ]
     result = _processes.run(args, timeout=800, env=env, cwd=root)  # a timeout shows the output
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     passed = int(re.findall(r"(\d+) passed", result.stdout)[-1])

@@ -191,8 +191,9 @@ def test_create_even_split_n_d(shape, grid):
 
 
 def test_create_kinds():
-    d = Distribution.create((10, 9, 4), dist=("c", {"dist": "c", "block_size": 2}, "n"),
-                            grid=(2, 3, None))  # fmt: skip
+    d = Distribution.create(
+        (10, 9, 4), dist=("c", {"dist": "c", "block_size": 2}, "n"), grid=(2, 3, None)
+    )
     assert d.grid_shape == (2, 3, 1)
     assert d.maps[0] == CyclicMap(10, 2)
     assert d.maps[1] == CyclicMap(9, 3, 2)

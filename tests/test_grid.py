@@ -71,8 +71,10 @@ def test_two_d_rule_of_the_spec(N, M):
 def test_ranks_from_coords_is_vectorised_rank(shape, data):
     g = ProcessGrid(shape)
     n = data.draw(st.integers(0, 10))
-    coords = [np.array(data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)),
-                       dtype=np.intp) for s in shape]  # fmt: skip
+    coords = [
+        np.array(data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)), dtype=np.intp)
+        for s in shape
+    ]
     ranks = g.ranks_from_coords(coords)
     if shape:
         expected = [g.rank(tuple(int(c[k]) for c in coords)) for k in range(n)]
@@ -159,13 +161,22 @@ def test_neighbors_of_a_corner():
     # Rank 0 sits in the top-left corner.
     assert g.neighbors(0) == {(0, 1): 1, (1, 0): 4, (1, 1): 5}
     assert g.neighbors(0, periodic=True) == {
-        (-1, -1): 11, (-1, 0): 8, (-1, 1): 9,
-        (0, -1): 3, (0, 1): 1,
-        (1, -1): 7, (1, 0): 4, (1, 1): 5,
-    }  # fmt: skip
+        (-1, -1): 11,
+        (-1, 0): 8,
+        (-1, 1): 9,
+        (0, -1): 3,
+        (0, 1): 1,
+        (1, -1): 7,
+        (1, 0): 4,
+        (1, 1): 5,
+    }
     assert g.neighbors(0, periodic=(True, False)) == {
-        (-1, 0): 8, (-1, 1): 9, (0, 1): 1, (1, 0): 4, (1, 1): 5,
-    }  # fmt: skip
+        (-1, 0): 8,
+        (-1, 1): 9,
+        (0, 1): 1,
+        (1, 0): 4,
+        (1, 1): 5,
+    }
     # Bottom-right corner, rank 11.
     assert g.neighbors(11) == {(-1, -1): 6, (-1, 0): 7, (0, -1): 10}
     assert g.shift(11, (1, 1)) is None

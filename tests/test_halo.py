@@ -107,8 +107,10 @@ def test_update_halos_per_axis(backend, boundary, periodic):
     a = dapx.empty(x.shape, halo=2, periodic=periodic, backend=backend)
     boundary = dict(enumerate(boundary)) if isinstance(boundary, tuple) else boundary
     boundary = {k % 2: v for k, v in boundary.items()}
-    clash = any(p and k in boundary and boundary[k] not in ("periodic", "none")
-                for k, p in enumerate(periodic))  # fmt: skip
+    clash = any(
+        p and k in boundary and boundary[k] not in ("periodic", "none")
+        for k, p in enumerate(periodic)
+    )
     if clash:
         with pytest.raises(ValueError, match="periodic"):
             a.update_halos(boundary)
@@ -220,8 +222,14 @@ class _Threads(dapx.Backend):
 
 
 def _run_as_processes(n, job):
-    shared = {"n": n, "barrier": threading.Barrier(n, timeout=30), "gather": {}, "sends": {},
-              "bcast": {}, "calls": [0] * n}  # fmt: skip
+    shared = {
+        "n": n,
+        "barrier": threading.Barrier(n, timeout=30),
+        "gather": {},
+        "sends": {},
+        "bcast": {},
+        "calls": [0] * n,
+    }
     results, errors = {}, {}
 
     def target(r):
@@ -259,8 +267,9 @@ def test_exchange_between_processes(shape, grid, h, boundary):
         for periodic in (False, True):
             a = empty(shape, grid=grid, halo=h, periodic=periodic, backend=backend)
             _check_update(a, x, widths, boundary, update)
-            plan = halo_plan(a.distribution, boundary_kinds(boundary, a.distribution)[0],
-                             backend.local_ranks)  # fmt: skip
+            plan = halo_plan(
+                a.distribution, boundary_kinds(boundary, a.distribution)[0], backend.local_ranks
+            )
             assert plan.exchange or n == 1
             # Only a rank's own cells are copied locally (edges mapped onto itself).
             assert all(s == d == backend.local_ranks[0] for s, d, _, _ in plan.copies)
@@ -407,11 +416,25 @@ def _dap_example():
         np.array([0.3, 0.9, 0.2, 1.0, 0.4, 0.5, 0.0, 0.6, 0.8, 0.6]),
     ]
     dims = [
-        {"size": 18, "dist_type": "b", "proc_grid_rank": 0, "proc_grid_size": 2,
-         "start": 0, "stop": 10, "padding": (1, 1)},
-        {"size": 18, "dist_type": "b", "proc_grid_rank": 1, "proc_grid_size": 2,
-         "start": 8, "stop": 18, "padding": (1, 1)},
-    ]  # fmt: skip
+        {
+            "size": 18,
+            "dist_type": "b",
+            "proc_grid_rank": 0,
+            "proc_grid_size": 2,
+            "start": 0,
+            "stop": 10,
+            "padding": (1, 1),
+        },
+        {
+            "size": 18,
+            "dist_type": "b",
+            "proc_grid_rank": 1,
+            "proc_grid_size": 2,
+            "start": 8,
+            "stop": 18,
+            "padding": (1, 1),
+        },
+    ]
     return [{"__version__": "0.10.0", "buffer": b, "dim_data": (d,)} for b, d in zip(buffers, dims)]
 
 
@@ -502,8 +525,9 @@ def test_out_with_a_halo_writes_the_interior_only(backend):
     out.update_halos(4.0)
     np.multiply(dapx.asarray(x, backend=backend), 2.0, out=out)
     np.testing.assert_array_equal(out.gather(), 2 * x)
-    edge = _expected(_markers(x.shape, [(1, 1)] * 2), x.shape, [(1, 1)] * 2,
-                     ("constant", "constant"), (4.0, 4.0))  # fmt: skip
+    edge = _expected(
+        _markers(x.shape, [(1, 1)] * 2), x.shape, [(1, 1)] * 2, ("constant", "constant"), (4.0, 4.0)
+    )
     for r in backend.local_ranks:
         block, ref = out.local(r), edge[_key(out, r, [(1, 1)] * 2)]
         ghost = ref == 4.0
@@ -519,11 +543,17 @@ def test_creation_functions_take_a_halo(backend):
         (dapx.zeros(shape, halo=h, backend=backend), np.zeros(shape), 0.0),
         (dapx.ones(shape, halo=h, backend=backend), np.ones(shape), 1.0),
         (dapx.full(shape, 3, halo=h, backend=backend), np.full(shape, 3), 3),
-        (dapx.asarray(np.arange(63).reshape(shape), halo=h, backend=backend),
-         np.arange(63).reshape(shape), 0),
-        (dapx.fromfunction(lambda i, j: i * 10 + j, shape, dtype=int, halo=h, backend=backend),
-         np.fromfunction(lambda i, j: i * 10 + j, shape, dtype=int), 0),
-    ]:  # fmt: skip
+        (
+            dapx.asarray(np.arange(63).reshape(shape), halo=h, backend=backend),
+            np.arange(63).reshape(shape),
+            0,
+        ),
+        (
+            dapx.fromfunction(lambda i, j: i * 10 + j, shape, dtype=int, halo=h, backend=backend),
+            np.fromfunction(lambda i, j: i * 10 + j, shape, dtype=int),
+            0,
+        ),
+    ]:
         assert a.shape == shape and a.distribution.has_halo
         np.testing.assert_array_equal(a.gather(), expected)
         for r in backend.local_ranks:
@@ -573,8 +603,11 @@ def test_map_overlap_matches_the_numpy_stencil(backend, boundary, depth):
     x = _data((12, 13))
     a = dapx.asarray(x, backend=backend)
     result = dapx.map_overlap(_laplacian, a, depth=depth, boundary=boundary)
-    kw = {"constant_values": boundary} if np.ndim(boundary) == 0 and not isinstance(
-        boundary, str) else {}  # fmt: skip
+    kw = (
+        {"constant_values": boundary}
+        if np.ndim(boundary) == 0 and not isinstance(boundary, str)
+        else {}
+    )
     mode = "constant" if kw else NP_MODE[boundary]
     d = depth
     expected = _laplacian(np.pad(x, d, mode=mode, **kw))[d:-d, d:-d]
@@ -596,8 +629,9 @@ def test_map_overlap_other_ranks(backend, ndim):
             out[inner] += p[lo] - p[hi]
         return out
 
-    result = dapx.map_overlap(stencil, dapx.asarray(x, backend=backend), depth=1,
-                              boundary="periodic")  # fmt: skip
+    result = dapx.map_overlap(
+        stencil, dapx.asarray(x, backend=backend), depth=1, boundary="periodic"
+    )
     inner = tuple(slice(1, -1) for _ in shape)
     np.testing.assert_array_equal(result.gather(), stencil(np.pad(x, 1, mode="wrap"))[inner])
 
@@ -714,14 +748,45 @@ def test_demo_command(tmp_path, capsys):
     from dapx.__main__ import main
 
     png = tmp_path / "field.png"
-    assert main(["demo", "--size", "24", "--steps", "30", "--ranks", "3", "--quiet",
-                 "--output", str(png)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "demo",
+                "--size",
+                "24",
+                "--steps",
+                "30",
+                "--ranks",
+                "3",
+                "--quiet",
+                "--output",
+                str(png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     for text in ("24 x 24", "3 simulated ranks", "process grid 3 x 1", "steps/s", "residual"):
         assert text in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main(["demo", "--size", "24", "--steps", "30", "--ranks", "4", "--grid", "2x2",
-                 "--quiet", "--no-plot"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "demo",
+                "--size",
+                "24",
+                "--steps",
+                "30",
+                "--ranks",
+                "4",
+                "--grid",
+                "2x2",
+                "--quiet",
+                "--no-plot",
+            ]
+        )
+        == 0
+    )
     assert "process grid 2 x 2" in capsys.readouterr().out
     for bad in (["--steps", "0"], ["--grid", "2x3"], ["--grid", "two"], ["--grid", "0x4"]):
         with pytest.raises(SystemExit):
@@ -742,11 +807,25 @@ def test_dap_padding_arrays_get_their_communication_padding_filled():
 def test_dap_padding_that_is_no_halo_keeps_the_dap_reading():
     # Rank 0 owns only its boundary padding, which rank 1's padding copies.
     dims = [
-        {"dist_type": "b", "size": 6, "proc_grid_size": 2, "proc_grid_rank": 0,
-         "start": 0, "stop": 2, "padding": (1, 1)},
-        {"dist_type": "b", "size": 6, "proc_grid_size": 2, "proc_grid_rank": 1,
-         "start": 0, "stop": 6, "padding": (1, 1)},
-    ]  # fmt: skip
+        {
+            "dist_type": "b",
+            "size": 6,
+            "proc_grid_size": 2,
+            "proc_grid_rank": 0,
+            "start": 0,
+            "stop": 2,
+            "padding": (1, 1),
+        },
+        {
+            "dist_type": "b",
+            "size": 6,
+            "proc_grid_size": 2,
+            "proc_grid_rank": 1,
+            "start": 0,
+            "stop": 6,
+            "padding": (1, 1),
+        },
+    ]
     buffers = [np.array([0.0, 1.0]), np.arange(6.0)]
     a = dapx.from_distarray(
         [{"__version__": "0.10.0", "buffer": b, "dim_data": (d,)} for b, d in zip(buffers, dims)],

@@ -30,8 +30,9 @@ DTYPES = [np.float64, np.float32, np.int64, np.bool_, np.complex128]
 def _factorisations(n: int, k: int):
     if k == 1:
         return [(n,)]
-    return [(d, *rest) for d in range(1, n + 1) if n % d == 0
-            for rest in _factorisations(n // d, k - 1)]  # fmt: skip
+    return [
+        (d, *rest) for d in range(1, n + 1) if n % d == 0 for rest in _factorisations(n // d, k - 1)
+    ]
 
 
 @st.composite
@@ -253,8 +254,9 @@ def fancy_keys(draw, shape, unique=False):
     for d, n in enumerate(shape):
         if d in where:
             if len(where) == 1 and draw(st.booleans()):
-                key.append(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)),
-                                    dtype=bool))  # fmt: skip
+                key.append(
+                    np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+                )
             elif unique:
                 key.append(draw(st.permutations(range(n))).copy())
                 key[-1] = np.array(key[-1][: draw(st.integers(0, n))], np.intp)
@@ -306,8 +308,9 @@ def test_distributed_index_arrays(backend, data, monkeypatch):
         return
     idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), max_size=8)), np.intp)
     grid = (backend.nranks,)
-    d = dapx.asarray(idx, dist=data.draw(dim_specs(idx.size, backend.nranks)), grid=grid,
-                     backend=backend)  # fmt: skip
+    d = dapx.asarray(
+        idx, dist=data.draw(dim_specs(idx.size, backend.nranks)), grid=grid, backend=backend
+    )
     tails = [(), (slice(None, None, -1),), (0,), (np.array([0]),), (slice(None), 0)]
     tail = data.draw(st.sampled_from([t for t in tails if len(t) < x.ndim]))
     if any(not isinstance(t, slice) for t in tail) and not x.shape[len(tail)]:

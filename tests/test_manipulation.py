@@ -286,13 +286,17 @@ def test_pad_3d_and_empty(backend, kind):
     x = data((2, 3, 4))
     a = dist(x, kind, backend)
     width = ((1, 0), (2, 2), (0, 1))
-    assert_eq(np.pad(a, width, mode="constant", constant_values=7.5),
-              np.pad(x, width, mode="constant", constant_values=7.5))  # fmt: skip
+    assert_eq(
+        np.pad(a, width, mode="constant", constant_values=7.5),
+        np.pad(x, width, mode="constant", constant_values=7.5),
+    )
     assert_eq(np.pad(a, width, mode="reflect"), np.pad(x, width, mode="reflect"))
     e = np.zeros((0, 3))
     assert_eq(np.pad(dist(e, kind, backend), 2), np.pad(e, 2))
-    assert_eq(np.pad(dist(e, kind, backend), ((0, 0), (1, 1)), mode="edge"),
-              np.pad(e, ((0, 0), (1, 1)), mode="edge"))  # fmt: skip
+    assert_eq(
+        np.pad(dist(e, kind, backend), ((0, 0), (1, 1)), mode="edge"),
+        np.pad(e, ((0, 0), (1, 1)), mode="edge"),
+    )
 
 
 def test_pad_errors(backend):
@@ -313,8 +317,13 @@ def test_pad_errors(backend):
         np.pad(a, 1, mode="reflect", reflect_type="odd")
 
 
-PAD_MODES = {"constant": {"constant_values": ((1, 2), (3, 4))}, "edge": {}, "reflect": {},
-             "symmetric": {}, "wrap": {}}  # fmt: skip
+PAD_MODES = {
+    "constant": {"constant_values": ((1, 2), (3, 4))},
+    "edge": {},
+    "reflect": {},
+    "symmetric": {},
+    "wrap": {},
+}
 
 
 @pytest.mark.parametrize("mode", list(PAD_MODES))
@@ -366,15 +375,19 @@ def test_pad_of_block_axes_whose_edge_ranks_lack_data(backend, mode):
     kwargs = PAD_MODES[mode]
     grid = dapx.dims_create(backend.nranks, 2)
     specs = [{"dist": "b", "bounds": _edge_bounds(n, p)} for n, p in zip(x.shape, grid)]
-    arrays = [dapx.asarray(x, dist=specs, grid=grid, backend=backend),
-              dapx.asarray(x, dist=("b", "n"), backend=backend),
-              dapx.asarray(x, dist=("b", "b"), padding=1, backend=backend),
-              dapx.asarray(x, dist=("c", "b"), grid=grid, backend=backend)]  # fmt: skip
+    arrays = [
+        dapx.asarray(x, dist=specs, grid=grid, backend=backend),
+        dapx.asarray(x, dist=("b", "n"), backend=backend),
+        dapx.asarray(x, dist=("b", "b"), padding=1, backend=backend),
+        dapx.asarray(x, dist=("c", "b"), grid=grid, backend=backend),
+    ]
     for a in arrays:
         for width in [1, ((3, 0), (2, 5)), ((11, 20), (0, 15)), {1: (4, 1)}]:
-            assert_eq(np.pad(a, width, mode=mode, **kwargs),
-                      np.pad(x, width, mode=mode, **kwargs),
-                      err_msg=f"{a.distribution} width {width}")  # fmt: skip
+            assert_eq(
+                np.pad(a, width, mode=mode, **kwargs),
+                np.pad(x, width, mode=mode, **kwargs),
+                err_msg=f"{a.distribution} width {width}",
+            )
 
 
 @pytest.mark.parametrize("shape", [(7,), (4, 5), (2, 3, 4), (0, 3)])
@@ -399,8 +412,11 @@ def test_roll_dtypes_padded_shared_scalar(backend, dtype):
     s = dapx.asarray(x[0], backend=backend)
     assert_eq(np.roll(s, 3), np.roll(x[0], 3))
     if backend.nranks == 2:
-        shared = dapx.asarray(x, dist={"dist": "u", "indices": [[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]],
-                                       "one_to_one": False}, backend=backend)  # fmt: skip
+        shared = dapx.asarray(
+            x,
+            dist={"dist": "u", "indices": [[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]], "one_to_one": False},
+            backend=backend,
+        )
         assert_eq(np.roll(shared, -2), np.roll(x, -2))
     with pytest.raises(ValueError, match="scalars or 1D"):
         np.roll(padded, [[1]], 0)
@@ -413,8 +429,9 @@ def test_diff(backend, kind, shape):
     for n in [0, 1, 2, 3]:
         for axis in range(-x.ndim, x.ndim):
             assert_eq(np.diff(a, n, axis), np.diff(x, n, axis))
-    assert_eq(np.diff(a, prepend=1.5, append=x[..., :2]),
-              np.diff(x, prepend=1.5, append=x[..., :2]))  # fmt: skip
+    assert_eq(
+        np.diff(a, prepend=1.5, append=x[..., :2]), np.diff(x, prepend=1.5, append=x[..., :2])
+    )
     assert_eq(np.diff(a, axis=0, append=a), np.diff(x, axis=0, append=x))
 
 
@@ -595,8 +612,11 @@ def test_real_imag_conj(backend, kind):
     assert_eq(np.imag(a), np.imag(x))
     assert_eq(a.conj(), x.conj())
     assert_eq(a.conjugate(), x.conjugate())
-    assert all(np.shares_memory(a.real.local(r), a.local(r)) for r in backend.local_ranks
-               if a.local(r).size)  # fmt: skip
+    assert all(
+        np.shares_memory(a.real.local(r), a.local(r))
+        for r in backend.local_ranks
+        if a.local(r).size
+    )
     a.imag = 1.0
     a.real = dist(x.imag, "c", backend)
     assert_eq(a, x.imag + 1j)
@@ -638,8 +658,10 @@ def test_sort_nd(backend, kind, axis):
     assert_eq(np.sort(a, axis=axis), np.sort(x, axis=axis))
     y = data((3, 4, 5))
     b = dist(y, kind, backend)
-    assert_eq(np.argsort(b, axis=1 if axis is None else axis),
-              np.argsort(y, axis=1 if axis is None else axis))  # fmt: skip
+    assert_eq(
+        np.argsort(b, axis=1 if axis is None else axis),
+        np.argsort(y, axis=1 if axis is None else axis),
+    )
 
 
 def test_sort_scalars_and_errors(backend):

@@ -205,8 +205,11 @@ def test_padding_table_of_the_spec():
     # Spec: left boundary 4, right boundary 0, communication widths 1, 2, 3.
     m = BlockMap(20, [0, 6, 10, 14, 20], padding=[(4, 1), (1, 2), (2, 3), (3, 0)])
     assert [m.is_comm_padding(r) for r in range(4)] == [
-        (False, True), (True, True), (True, True), (True, False)
-    ]  # fmt: skip
+        (False, True),
+        (True, True),
+        (True, True),
+        (True, False),
+    ]
     assert [m.num_owned(r) for r in range(4)] == [6, 4, 4, 6]
     assert [m.local_length(r) for r in range(4)] == [7, 7, 9, 9]
     assert m.global_indices(1).tolist() == [5, 6, 7, 8, 9, 10, 11]

@@ -79,9 +79,11 @@ sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.arg
 def _collect(*args: str) -> Collected:
     """The tests ``pytest args`` collects under MPI (``DAPX_BACKEND=mpi``: same ids and skips)."""
     result = _processes.run(
-        [sys.executable, "-c", _COLLECT, *args], timeout=120, env=_env(DAPX_BACKEND="mpi"),
+        [sys.executable, "-c", _COLLECT, *args],
+        timeout=120,
+        env=_env(DAPX_BACKEND="mpi"),
         cwd=HERE.parent,
-    )  # fmt: skip
+    )
     rows = re.findall(r"^COLLECTED ([01]) (.+)$", result.stdout, flags=re.M)
     assert result.returncode == 0 and rows, result.stdout[-3000:] + result.stderr[-3000:]
     return Collected(tuple(nodeid for _, nodeid in rows), sum(skip == "0" for skip, _ in rows))
@@ -165,9 +167,20 @@ def test_spmd_suite_under_mpiexec(n):
 
 ARRAY_TESTS = [
     f"tests/test_{name}.py"
-    for name in ("array", "creation", "reductions", "indexing", "manipulation", "random", "xarray",
-                 "linalg", "halo", "partitioned", "xarray_duck_array")
-]  # fmt: skip
+    for name in (
+        "array",
+        "creation",
+        "reductions",
+        "indexing",
+        "manipulation",
+        "random",
+        "xarray",
+        "linalg",
+        "halo",
+        "partitioned",
+        "xarray_duck_array",
+    )
+]
 
 #: What ``-n 4`` (oversubscribed on two cores) runs of ARRAY_TESTS: a few tests
 #: of each file, some for one layout only, that together reach every kind of
@@ -337,8 +350,9 @@ def test_simulated_and_mpi_results_are_bitwise_identical(tmp_path):
     script = HERE / "mpi" / "same_bits.py"
     simulated = _processes.run(
         [sys.executable, str(script), str(tmp_path / "sim.npz"), "3"],
-        timeout=120, env=_env(DAPX_MPI_RUN="0"),
-    )  # fmt: skip
+        timeout=120,
+        env=_env(DAPX_MPI_RUN="0"),
+    )
     assert simulated.returncode == 0, simulated.stderr
     under_mpi = _mpiexec(3, [str(script), str(tmp_path / "mpi.npz"), "3"], timeout=120)
     assert under_mpi.returncode == 0, under_mpi.stderr

@@ -215,8 +215,9 @@ def test_export_needs_no_communication(nranks):
 @pytest.mark.parametrize("kind", ["padding", "halo"])
 def test_export_of_padded_array_holds_the_interior(backend, kind, periodic):
     x = data((12, 5))
-    a = dapx.asarray(x, dist=("b", "n"), periodic=[periodic, False], backend=backend,
-                     **{kind: [1, 0]})  # fmt: skip
+    a = dapx.asarray(
+        x, dist=("b", "n"), periodic=[periodic, False], backend=backend, **{kind: [1, 0]}
+    )
     assert any(m.is_padded for m in a.distribution.maps)
     p = a.__partitioned__
     check_spec_rules(p, a, x)
@@ -287,8 +288,7 @@ class Handle:
 def test_handles_with_a_lambda_get_and_extra_keys(backend):
     x = data((7, 6))
     bounds = grid_bounds(x.shape, backend.nranks, irregular=True, seed=3)
-    desc = producer(x, bounds, (), handles=True, wrap=Handle, extra=True,
-                    get=lambda h: h._value)  # fmt: skip
+    desc = producer(x, bounds, (), handles=True, wrap=Handle, extra=True, get=lambda h: h._value)
     a = dapx.from_partitioned(desc, backend=backend)
     assert_eq(a, x)
     for r in backend.local_ranks:
@@ -390,8 +390,14 @@ def test_handle_based_producer_with_dask_delayed(backend):
     dask = pytest.importorskip("dask")
     x = data((6, 7), np.int64)
     bounds = grid_bounds(x.shape, backend.nranks, seed=2)
-    desc = producer(x, bounds, (), handles=True, wrap=dask.delayed(np.negative).__call__,
-                    get=lambda d: d.compute())  # fmt: skip
+    desc = producer(
+        x,
+        bounds,
+        (),
+        handles=True,
+        wrap=dask.delayed(np.negative).__call__,
+        get=lambda d: d.compute(),
+    )
     assert_eq(dapx.from_partitioned(desc, backend=backend), -x)
 
 
@@ -498,12 +504,17 @@ BAD = {
     "missing position": (_delete_position, "partition (1, 0) is missing"),
     "position outside the grid": (_rename((3,), (4,)), "partition key (4,)"),
     "position not a tuple": (_rename((3,), 3), "partition key 3"),
-    "overlap": (_overlap, "partition (2,) starts at 5 along dim 0, but the partition before it "
-                          "((1,)) ends at 6: they overlap"),
+    "overlap": (
+        _overlap,
+        "partition (2,) starts at 5 along dim 0, but the partition before it "
+        "((1,)) ends at 6: they overlap",
+    ),
     "gap": (_gap, "partition (2,) starts at 7 along dim 0, leaving indices 6..6"),
     "gap at the end": (_tail_gap, "(the last is partition (3,)) but the shape says 11"),
-    "not on a grid": (_not_a_grid, "partition (1, 1) covers indices 2..4 of dim 1 but partition "
-                                   "(0, 1)"),
+    "not on a grid": (
+        _not_a_grid,
+        "partition (1, 1) covers indices 2..4 of dim 1 but partition (0, 1)",
+    ),
     "beyond the shape": (_set((3,), "shape", (5,)), "partition (3,) covers indices 8..12"),
     "data shape mismatch": (_set((1,), "data", np.zeros(4)), "partition (1,): its data has shape"),
     "start of wrong length": (_set((0,), "start", (0, 0)), "partition (0,): 'start' (0, 0)"),
@@ -514,8 +525,10 @@ BAD = {
     "start not a tuple": (_set((1,), "start", None), "partition (1,): 'start' must be"),
     "location not a sequence": (_set((1,), "location", 1), "partition (1,): 'location'"),
     "empty location": (_set((1,), "location", []), "partition (1,): 'location'"),
-    "SPMD location not a rank": (_set((2,), "location", ["node-a"]),
-                                 "partition (2,): location ['node-a'] is not a list of ranks"),
+    "SPMD location not a rank": (
+        _set((2,), "location", ["node-a"]),
+        "partition (2,): location ['node-a'] is not a list of ranks",
+    ),
     "SPMD location out of range": (_set((2,), "location", [9]), "partition (2,): location [9]"),
     "unsupported data": (_set((0,), "data", [0.0, 1.0, 2.0]), "partition (0,): unsupported data"),
     "string data": (_set((0,), "data", "abc"), "partition (0,): unsupported data"),
@@ -524,7 +537,7 @@ BAD = {
     "SPMD data missing here": (_none_data(False), "partition (1,): data is None in this process"),
     "handle missing": (_none_data(True), "partition (1,): data is None, but a producer without"),
     "locals outside the grid": (_bad_locals, "'locals' entry (4,)"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -584,8 +597,9 @@ def test_partition_count_must_equal_the_ranks():
     for nranks in (1, 3, 6):
         with pytest.raises(dapx.DAPError, match=r"4 partitions .* ranks: dapx holds exactly one"):
             dapx.from_partitioned(_valid_2d(), backend=dapx.simulated(nranks))
-    assert_eq(dapx.from_partitioned(_valid_2d(), backend=dapx.simulated(4)),
-              np.arange(20.0).reshape(4, 5))  # fmt: skip
+    assert_eq(
+        dapx.from_partitioned(_valid_2d(), backend=dapx.simulated(4)), np.arange(20.0).reshape(4, 5)
+    )
 
 
 # -- round trips -----------------------------------------------------------------------------------
@@ -600,8 +614,9 @@ def test_round_trip_shares_memory_and_agrees_with_the_dap(backend):
             assert_eq(b, x)
             for r in backend.local_ranks:
                 assert a.local(r).size == 0 or np.shares_memory(b.local(r), a.local(r))
-            via_dap = dapx.from_distarray([a.distarray(r) for r in backend.local_ranks],
-                                          backend=backend)  # fmt: skip
+            via_dap = dapx.from_distarray(
+                [a.distarray(r) for r in backend.local_ranks], backend=backend
+            )
             if all(m.dist_type == "b" for m in a.distribution.maps):
                 assert b.distribution == a.distribution
             assert via_dap.distribution.global_shape == b.distribution.global_shape

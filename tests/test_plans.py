@@ -67,9 +67,14 @@ _PAIRS = [("b", "c", 3), ("c", "b", 4), ("b", "b", 5), ("b", "c", 1), ("c", "b",
 
 @pytest.mark.parametrize(
     "size, src_spec, dst_spec, nprocs, halo",
-    [(size, *pair, halo) for size in (0, 1, 7, 23, 64) for pair in _PAIRS for halo in (0, 1)
-     if not halo or size >= 2 * pair[2]],  # a halo needs neighbours owning its width
-)  # fmt: skip
+    [
+        (size, *pair, halo)
+        for size in (0, 1, 7, 23, 64)
+        for pair in _PAIRS
+        for halo in (0, 1)
+        if not halo or size >= 2 * pair[2]
+    ],  # a halo needs neighbours owning its width
+)
 def test_arithmetic_plan_matches_the_element_by_element_plan(
     size, src_spec, dst_spec, nprocs, halo, monkeypatch
 ):

@@ -166,8 +166,9 @@ def test_seed_none_draws_entropy_once():
     replay = dr.Generator(np.random.SeedSequence(rng._entropy))
     np.testing.assert_array_equal(replay.random(30, backend=dapx.simulated(1)).gather(), first)
     np.testing.assert_array_equal(replay.random(30, backend=dapx.simulated(4)).gather(), second)
-    assert not np.array_equal(dr.default_rng().random(30, backend=dapx.simulated(1)).gather(),
-                              first)  # fmt: skip
+    assert not np.array_equal(
+        dr.default_rng().random(30, backend=dapx.simulated(1)).gather(), first
+    )
 
 
 @pytest.mark.parametrize(
@@ -266,8 +267,9 @@ def test_normal_rejects_negative_scale():
     ],
 )
 def test_integers_match_multiply_shift(backend, low, high, dtype, endpoint):
-    a = dr.default_rng(13).integers(low, high, (9, 4), dtype=dtype, endpoint=endpoint,
-                                    dist="c", backend=backend)  # fmt: skip
+    a = dr.default_rng(13).integers(
+        low, high, (9, 4), dtype=dtype, endpoint=endpoint, dist="c", backend=backend
+    )
     top = high + 1 if endpoint else high
     expected = oracle_integers(13, 0, 36, low, top).reshape(9, 4)
     assert a.dtype == np.dtype(dtype)
@@ -367,10 +369,12 @@ def test_cyclic_layouts_merge_into_few_spans(monkeypatch):
 
 def test_mulhi64_against_python_integers():
     rng = np.random.default_rng(1)
-    a = np.concatenate([
-        rng.integers(0, 2**64, 2000, dtype=np.uint64, endpoint=False),
-        np.array([0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1], dtype=np.uint64),
-    ])  # fmt: skip
+    a = np.concatenate(
+        [
+            rng.integers(0, 2**64, 2000, dtype=np.uint64, endpoint=False),
+            np.array([0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1], dtype=np.uint64),
+        ]
+    )
     for b in [0, 1, 3, 2**32 - 1, 2**32, 2**32 + 1, 10**18, 2**63, 2**64 - 1]:
         expected = [(int(x) * b) >> 64 for x in a]
         assert dr.mulhi64(a, b).tolist() == expected

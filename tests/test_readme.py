@@ -54,3 +54,14 @@ def test_ruff_is_clean():
         [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"], timeout=120, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_applied():
+    # One formatter for the whole tree (ruff is pinned in the test extra, so a new release
+    # cannot change the verdict); `# fmt: off` only where a table is transcribed from a spec.
+    result = _processes.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks"],
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

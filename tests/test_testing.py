@@ -112,8 +112,11 @@ def test_assert_eq_checks_local_blocks():
     with pytest.raises(AssertionError, match="rank 1's local block has dtype float32"):
         assert_eq(bad_dtype, np.arange(7.0))
     bad_shape = dapx.DistributedArray(a.distribution, {**a.locals, 2: np.zeros(5)}, b)
-    with pytest.raises(AssertionError, match=r"rank 2's local block has shape \(5,\) but the "
-                                             r"distribution gives it \(2,\)"):  # fmt: skip
+    with pytest.raises(
+        AssertionError,
+        match=r"rank 2's local block has shape \(5,\) but the "
+        r"distribution gives it \(2,\)",
+    ):
         assert_eq(bad_shape, np.arange(7.0))
 
 

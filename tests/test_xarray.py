@@ -102,8 +102,11 @@ def no_gather(monkeypatch):
 
 # -- the table of operations -----------------------------------------------------------------------
 
-WEIGHTS = xr.DataArray(np.cos(np.deg2rad([-60.0, -35.0, -10.0, 10.0, 40.0, 70.0])), dims="lat",
-                       coords={"lat": [-60.0, -35.0, -10.0, 10.0, 40.0, 70.0]})  # fmt: skip
+WEIGHTS = xr.DataArray(
+    np.cos(np.deg2rad([-60.0, -35.0, -10.0, 10.0, 40.0, 70.0])),
+    dims="lat",
+    coords={"lat": [-60.0, -35.0, -10.0, 10.0, 40.0, 70.0]},
+)
 LON_SUBSET = xr.DataArray(np.arange(7.0), dims="lon", coords={"lon": np.arange(72.0, 288.1, 36.0)})
 
 OPERATIONS = {
@@ -137,8 +140,9 @@ OPERATIONS = {
     "isel_slice": lambda v: v.isel(lon=slice(2, 8), time=slice(None, None, -2)),
     "isel_int": lambda v: v.isel(lat=3),
     "isel_array": lambda v: v.isel(lon=[7, 0, 3], time=[1, 5]),
-    "isel_vectorized": lambda v: v.isel(lat=xr.DataArray([0, 2, 5], dims="p"),
-                                        lon=xr.DataArray([9, 1, 4], dims="p")),
+    "isel_vectorized": lambda v: v.isel(
+        lat=xr.DataArray([0, 2, 5], dims="p"), lon=xr.DataArray([9, 1, 4], dims="p")
+    ),
     "sel_slice": lambda v: v.sel(lat=slice(-40, 50), time=slice("2000-01-03", "2000-01-06")),
     "sel_label": lambda v: v.sel(lon=144.0),
     "sel_array": lambda v: v.sel(lon=[36.0, 252.0], time=["2000-01-02", "2000-01-08"]),
@@ -220,8 +224,11 @@ def test_operations_keep_numpy_dtypes(backend, dtype, monkeypatch):
     values = rng.standard_normal((5, 7)) * 10
     if dtype is np.complex128:
         values = values + 1j * rng.standard_normal((5, 7))
-    v = xr.DataArray(values.astype(dtype), dims=("x", "y"),
-                     coords={"y": np.arange(7.0) ** 1.5, "g": ("x", [0, 1, 0, 1, 1])})  # fmt: skip
+    v = xr.DataArray(
+        values.astype(dtype),
+        dims=("x", "y"),
+        coords={"y": np.arange(7.0) ** 1.5, "g": ("x", [0, 1, 0, 1, 1])},
+    )
     d = v.dap.distribute(backend=backend)
     for name, func in DTYPE_OPERATIONS.items():
         if dtype is np.bool_ and name == "differentiate":
@@ -270,9 +277,13 @@ def test_scalars_empty_dimensions_and_empty_blocks(backend, monkeypatch):
     xr.testing.assert_identical(d.sum("x").dap.gather(), e.sum("x"))
     t = xr.DataArray(np.arange(4.0) ** 2, dims="x", coords={"x": np.arange(4)})
     d = t.dap.distribute(x=backend.nranks, backend=backend)  # blocks of 0 or 1 element
-    for func in (lambda v: v.rolling(x=3).mean(), lambda v: v.rolling(x=4, center=True).mean(),
-                 lambda v: v.differentiate("x"), lambda v: v.diff("x"),
-                 lambda v: v.coarsen(x=2).mean()):  # fmt: skip
+    for func in (
+        lambda v: v.rolling(x=3).mean(),
+        lambda v: v.rolling(x=4, center=True).mean(),
+        lambda v: v.differentiate("x"),
+        lambda v: v.diff("x"),
+        lambda v: v.coarsen(x=2).mean(),
+    ):
         with no_gather(monkeypatch):
             result = func(d)
         xr.testing.assert_allclose(gathered(result), func(t))
@@ -310,24 +321,51 @@ def test_dataset_operation_matches_numpy_backed_xarray(backend, name, monkeypatc
 ERRORS = [
     # (id, operation on the distributed DataArray v, exception, message pattern)
     ("implicit conversion", lambda v: v.values, dapx.GatherWarning, "gathers the whole"),
-    ("numpy coordinate indexed by distributed positions", lambda v: v.idxmax("lat"),
-     dapx.GatherWarning, "gathers the whole"),
-    ("outer product of distributed arrays",
-     lambda v: xr.dot(v.isel(lon=0), v.isel(lat=0), dim=[]), NotImplementedError,
-     "no distributed operand"),
-    ("pad mode not an index map", lambda v: v.pad(lon=1, mode="linear_ramp"),
-     NotImplementedError, "linear_ramp"),
-    ("spacing as a DistributedArray",
-     lambda v: np.gradient(v.data, v.isel(time=0, lat=0).data, axis=2), TypeError, "NumPy array"),
+    (
+        "numpy coordinate indexed by distributed positions",
+        lambda v: v.idxmax("lat"),
+        dapx.GatherWarning,
+        "gathers the whole",
+    ),
+    (
+        "outer product of distributed arrays",
+        lambda v: xr.dot(v.isel(lon=0), v.isel(lat=0), dim=[]),
+        NotImplementedError,
+        "no distributed operand",
+    ),
+    (
+        "pad mode not an index map",
+        lambda v: v.pad(lon=1, mode="linear_ramp"),
+        NotImplementedError,
+        "linear_ramp",
+    ),
+    (
+        "spacing as a DistributedArray",
+        lambda v: np.gradient(v.data, v.isel(time=0, lat=0).data, axis=2),
+        TypeError,
+        "NumPy array",
+    ),
     ("unknown dimension", lambda v: v.dap.distribute(height=2), ValueError, "height"),
     ("dims named twice", lambda v: v.dap.distribute({"lat": 1}, lon=1), ValueError, "not both"),
-    ("grid of the wrong size", lambda v: v.dap.redistribute(lat=v.dap.backend.nranks + 1),
-     ValueError, "ranks"),
-    ("halo on a cyclic dimension", lambda v: v.dap.distribute(lon="c", halo={"lon": 1}),
-     dapx.DAPError, "block"),
-    ("boundary names an unknown dimension", lambda v: v.dap.update_halos(boundary={"z": 0}),
-     ValueError, "'z'"),
-]  # fmt: skip
+    (
+        "grid of the wrong size",
+        lambda v: v.dap.redistribute(lat=v.dap.backend.nranks + 1),
+        ValueError,
+        "ranks",
+    ),
+    (
+        "halo on a cyclic dimension",
+        lambda v: v.dap.distribute(lon="c", halo={"lon": 1}),
+        dapx.DAPError,
+        "block",
+    ),
+    (
+        "boundary names an unknown dimension",
+        lambda v: v.dap.update_halos(boundary={"z": 0}),
+        ValueError,
+        "'z'",
+    ),
+]
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=[e[0] for e in ERRORS])
@@ -403,8 +441,11 @@ def test_repr_needs_no_communication(backend, monkeypatch):
 # -- the accessor ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dist", [None, "c", {"lat": "b", "lon": {"dist": "c", "block_size": 2}}],
-                         ids=["default", "c", "mixed"])  # fmt: skip
+@pytest.mark.parametrize(
+    "dist",
+    [None, "c", {"lat": "b", "lon": {"dist": "c", "block_size": 2}}],
+    ids=["default", "c", "mixed"],
+)
 def test_distribute_gather_round_trip_is_identical(backend, dist):
     v = climate()
     v.encoding["dtype"] = "float32"
@@ -442,7 +483,9 @@ def test_dataset_round_trip_and_consistent_layout(backend):
     default = ds.dap.distribute(backend=backend)  # the dimension every variable shares: time
     assert default.dap.grid == {"time": n, "lat": 1, "lon": 1}
     assert [k for k, v in default.data_vars.items() if v.dap.is_distributed] == [
-        "t2m", "precip", "index"
+        "t2m",
+        "precip",
+        "index",
     ]
     xr.testing.assert_identical(default.dap.gather(), ds)
 
@@ -585,8 +628,9 @@ def test_halos_by_dimension_name(backend, boundary):
         # ghost cells past the domain edge continue the coordinate's spacing
         np.testing.assert_allclose(local.lon.values, 36.0 * lon)
         inner = d.dap.local(r)
-        xr.testing.assert_identical(inner, v.isel(lon=d.dap.interior.data.distribution
-                                                  .global_indices(r)[2]))  # fmt: skip
+        xr.testing.assert_identical(
+            inner, v.isel(lon=d.dap.interior.data.distribution.global_indices(r)[2])
+        )
     interior = d.dap.interior
     assert interior.dap.halo["lon"] == (0, 0)
     xr.testing.assert_identical(interior.dap.gather(), v)
@@ -612,14 +656,16 @@ def test_map_overlap_by_dimension_name(backend):
 
 def test_dataset_halo_methods(backend):
     ds = dataset().fillna(0.0)
-    d = ds.dap.distribute(lon=backend.nranks, halo={"lon": 1}, periodic={"lon": True},
-                          backend=backend)  # fmt: skip
+    d = ds.dap.distribute(
+        lon=backend.nranks, halo={"lon": 1}, periodic={"lon": True}, backend=backend
+    )
     assert d.dap.halo == {"time": (0, 0), "lat": (0, 0), "lon": (1, 1)}
     assert d.dap.update_halos() is d
     for r in backend.local_ranks:
         lon = d.t2m.data.distribution.global_indices(r)[2]
-        np.testing.assert_array_equal(d.dap.local(r, padded=True).precip.values,
-                                      ds.precip.values[:, :, lon])  # fmt: skip
+        np.testing.assert_array_equal(
+            d.dap.local(r, padded=True).precip.values, ds.precip.values[:, :, lon]
+        )
     xr.testing.assert_identical(d.dap.interior.dap.gather(), ds)
 
 
@@ -667,9 +713,15 @@ def test_gradient(backend, kind, dtype):
     x = _data((5, 7), dtype)
     a = _dist(x, kind, backend)
     coords = np.cumsum(np.random.default_rng(2).uniform(0.5, 2.0, 7))
-    for args, kw in [((), {}), ((0.5,), {}), ((2.0, coords), {}), ((), {"edge_order": 2}),
-                     ((coords,), {"axis": 1, "edge_order": 2}), ((np.arange(5),), {"axis": 0}),
-                     ((), {"axis": -1})]:  # fmt: skip
+    for args, kw in [
+        ((), {}),
+        ((0.5,), {}),
+        ((2.0, coords), {}),
+        ((), {"edge_order": 2}),
+        ((coords,), {"axis": 1, "edge_order": 2}),
+        ((np.arange(5),), {"axis": 0}),
+        ((), {"axis": -1}),
+    ]:
         expected = np.gradient(x, *args, **kw)
         result = np.gradient(a, *args, **kw)
         expected = expected if isinstance(expected, tuple) else (expected,)
@@ -701,8 +753,9 @@ def test_unravel_index(backend):
     flat = np.array([0, 5, 7, 11, 3, 8])
     i = _dist(flat, "c", backend)
     for order in ("C", "F"):
-        for r, e in zip(np.unravel_index(i, (3, 4), order=order),
-                        np.unravel_index(flat, (3, 4), order=order)):  # fmt: skip
+        for r, e in zip(
+            np.unravel_index(i, (3, 4), order=order), np.unravel_index(flat, (3, 4), order=order)
+        ):
             assert_eq(r, e)
     with pytest.raises(ValueError, match="out of bounds"):
         np.unravel_index(i, (2, 3))

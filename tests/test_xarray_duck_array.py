@@ -56,8 +56,13 @@ def _on_dapx_backend(dapx_backend):
 
 def _copy(function: types.FunctionType) -> types.FunctionType:
     """A copy of `function`, so that marks added to it leave xarray's own untouched."""
-    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
-                              function.__defaults__, function.__closure__)  # fmt: skip
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
     copy.__dict__.update(function.__dict__)
     copy.__kwdefaults__ = function.__kwdefaults__
     copy.__qualname__ = function.__qualname__

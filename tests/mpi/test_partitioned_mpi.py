@@ -37,8 +37,13 @@ def _producer(x, bounds, rank, *, handles=False):
         shape = tuple(b[c + 1] - b[c] for b, c in zip(bounds, pos))
         block = x[_slices(start, shape)].copy()
         value = Handle(block) if handles else (block if r == rank else None)
-        parts[pos] = {"start": start, "shape": shape, "data": value, "location": [r],
-                      "note": "extra key"}  # fmt: skip
+        parts[pos] = {
+            "start": start,
+            "shape": shape,
+            "data": value,
+            "location": [r],
+            "note": "extra key",
+        }
     desc = {"shape": x.shape, "partition_tiling": tiling, "partitions": parts}
     if handles:
         desc["get"] = lambda h: h.value

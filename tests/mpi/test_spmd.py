@@ -153,8 +153,9 @@ def test_halos(backend, boundary):
     if boundary != "none":
         mode = {"reflect": "symmetric", "nearest": "edge", "periodic": "wrap"}.get(boundary)
         kw = {"mode": mode} if mode else {"mode": "constant", "constant_values": boundary}
-        r = dapx.map_overlap(_laplacian, dapx.asarray(x, backend=backend), depth=1,
-                             boundary=boundary)  # fmt: skip
+        r = dapx.map_overlap(
+            _laplacian, dapx.asarray(x, backend=backend), depth=1, boundary=boundary
+        )
         np.testing.assert_array_equal(r.gather(), _laplacian(np.pad(x, 1, **kw))[1:-1, 1:-1])
 
 
@@ -191,8 +192,10 @@ def test_halo_exchange_runs_on_a_cartesian_communicator(backend, periodic, bound
     coords = tuple(cart.Get_coords(me))
     assert coords == a.distribution.coords(me)
     # np.array_split's blocks, shifted by the one ghost cell numpy.pad adds in front.
-    starts = [np.cumsum([0, *(len(c) for c in np.array_split(np.arange(size), p))])
-              for size, p in zip(x.shape, grid)]  # fmt: skip
+    starts = [
+        np.cumsum([0, *(len(c) for c in np.array_split(np.arange(size), p))])
+        for size, p in zip(x.shape, grid)
+    ]
     part = tuple(slice(s[c], s[c + 1] + 2) for s, c in zip(starts, coords))
     np.testing.assert_array_equal(block, np.pad(x, 1, **pad)[part], err_msg=f"rank {me}")
 
@@ -219,5 +222,6 @@ def test_object_arrays_raise_instead_of_sending_pointers(backend):
         a.redistribute("c")
     with pytest.raises(TypeError, match="cannot move arrays of dtype object"):
         dapx.asarray(x, halo=1, periodic=True, backend=backend).update_halos()
-    np.testing.assert_array_equal((dapx.arange(6.0, backend=backend) + 1).gather(),
-                                  np.arange(1.0, 7.0))  # fmt: skip
+    np.testing.assert_array_equal(
+        (dapx.arange(6.0, backend=backend) + 1).gather(), np.arange(1.0, 7.0)
+    )

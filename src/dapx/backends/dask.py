@@ -170,8 +170,9 @@ class RankActor:
         from distributed.actor import Actor
 
         self._loop = asyncio.get_running_loop()
-        self._peers = [Actor(RankActor, address, key, worker=self._worker)
-                       for address, key in peers]  # fmt: skip
+        self._peers = [
+            Actor(RankActor, address, key, worker=self._worker) for address, key in peers
+        ]
         return self.rank
 
     async def run(self, step: int, payload: bytes, release=(), settings=None):
@@ -231,9 +232,13 @@ class RankActor:
 
     def _tell_others(self, step: int, origin: int, message: str) -> None:
         """Tell every other rank that this one leaves `step` (after `origin`'s error)."""
-        calls = [asyncio.run_coroutine_threadsafe(
-                     _awaited(p.fail(step, self.rank, origin, message)), self._loop)
-                 for r, p in enumerate(self._peers) if r != self.rank]  # fmt: skip
+        calls = [
+            asyncio.run_coroutine_threadsafe(
+                _awaited(p.fail(step, self.rank, origin, message)), self._loop
+            )
+            for r, p in enumerate(self._peers)
+            if r != self.rank
+        ]
         for c in calls:
             c.result()
 
@@ -317,7 +322,6 @@ async def _awaited(actor_future):
     return await actor_future
 
 
-
 # -- the client side ---------------------------------------------------------------------------
 
 
@@ -338,8 +342,9 @@ class DaskBackend(Backend):
         remote_arrays.in_use = True  # from now on public calls look for arrays held remotely
         self._cluster = None
         if client is None:
-            self._cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                         dashboard_address=":0")  # fmt: skip
+            self._cluster = LocalCluster(
+                n_workers=os.cpu_count() or 1, threads_per_worker=1, dashboard_address=":0"
+            )
             client = Client(self._cluster)
         self.client = client
         # Note: like an MPI rank, a rank needs a process of its own (dapx keeps per-process
@@ -355,9 +360,18 @@ class DaskBackend(Backend):
                 f"cluster has {len(workers)} (start it with more workers, processes=True)"
             )
         self.workers = tuple(workers[: self._nranks])
-        futures = [client.submit(RankActor, r, self._nranks, actor=True, workers=[w],
-                                 allow_other_workers=False, pure=False)
-                   for r, w in enumerate(self.workers)]  # fmt: skip
+        futures = [
+            client.submit(
+                RankActor,
+                r,
+                self._nranks,
+                actor=True,
+                workers=[w],
+                allow_other_workers=False,
+                pure=False,
+            )
+            for r, w in enumerate(self.workers)
+        ]
         self._actor_futures = futures
         self.actors = [f.result() for f in futures]
         peers = [(a._address, a.key) for a in self.actors]
@@ -463,8 +477,12 @@ class DaskBackend(Backend):
         kept = set()
         _walk(keep, lambda v: kept.add(v.id) if isinstance(v, _Meta) else v)
         for r in results:
-            _walk(r, lambda v: self._released.append(v.id)
-                  if isinstance(v, _Meta) and v.id not in kept else v)  # fmt: skip
+            _walk(
+                r,
+                lambda v: (
+                    self._released.append(v.id) if isinstance(v, _Meta) and v.id not in kept else v
+                ),
+            )
 
     def _handle(self, value):
         if isinstance(value, _Ref):

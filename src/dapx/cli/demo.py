@@ -81,8 +81,14 @@ def _initial(n: int, backend, grid):
     return u
 
 
-def solve(n: int = 200, steps: int = 5000, backend=None, progress: bool = False,
-          check_every: int = 0, grid=None) -> tuple[Any, float]:  # fmt: skip
+def solve(
+    n: int = 200,
+    steps: int = 5000,
+    backend=None,
+    progress: bool = False,
+    check_every: int = 0,
+    grid=None,
+) -> tuple[Any, float]:
     """Run `steps` Jacobi iterations on an ``n x n`` grid; return the field and the residual.
 
     Parameters
@@ -185,8 +191,16 @@ def _picture(field: np.ndarray, dist, path: Path, title: str) -> None:
         (r0, r1), (c0, c1) = (
             (int(m.bounds[c]), int(m.bounds[c + 1])) for m, c in zip(dist.maps, dist.coords(r))
         )
-        ax.text((c0 + c1) / 2, (r0 + r1) / 2, f"rank {r}", color="white", ha="center",
-                va="center", fontsize=9, alpha=0.8)  # fmt: skip
+        ax.text(
+            (c0 + c1) / 2,
+            (r0 + r1) / 2,
+            f"rank {r}",
+            color="white",
+            ha="center",
+            va="center",
+            fontsize=9,
+            alpha=0.8,
+        )
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("column")
     ax.set_ylabel("row")
@@ -212,10 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dapx demo", description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=200, help="interior points per side (200)")
     parser.add_argument("--steps", type=int, default=5000, help="Jacobi iterations (5000)")
-    parser.add_argument("--ranks", type=int, default=4,
-                        help="simulated ranks when not under mpiexec (4)")  # fmt: skip
-    parser.add_argument("--grid", type=_grid_arg, default=None,
-                        help="process grid ROWSxCOLS, e.g. 2x2 (default: dapx's)")  # fmt: skip
+    parser.add_argument(
+        "--ranks", type=int, default=4, help="simulated ranks when not under mpiexec (4)"
+    )
+    parser.add_argument(
+        "--grid",
+        type=_grid_arg,
+        default=None,
+        help="process grid ROWSxCOLS, e.g. 2x2 (default: dapx's)",
+    )
     parser.add_argument("--output", default="dapx-demo.png", help="PNG of the final field")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -236,8 +255,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.grid is not None and args.grid[0] * args.grid[1] != backend.nranks:
         parser.error(f"--grid {args.grid[0]}x{args.grid[1]} does not have {backend.nranks} ranks")
-    u, residual = solve(n, args.steps, backend, progress=root and not args.quiet,
-                        check_every=max(1, args.steps // 20), grid=args.grid)  # fmt: skip
+    u, residual = solve(
+        n,
+        args.steps,
+        backend,
+        progress=root and not args.quiet,
+        check_every=max(1, args.steps // 20),
+        grid=args.grid,
+    )
     backend.barrier()
     elapsed = time.perf_counter() - start
     dist = u.distribution
@@ -251,9 +276,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  residual  max |u_k+1 - u_k| = {residual:.3e}")
     if field is not None and root:
         try:
-            _picture(field, dist, Path(args.output),
-                     f"dapx demo: {n} x {n}, {args.steps} Jacobi steps on "
-                     f"{backend.nranks} ranks (grid {grid})")  # fmt: skip
+            _picture(
+                field,
+                dist,
+                Path(args.output),
+                f"dapx demo: {n} x {n}, {args.steps} Jacobi steps on "
+                f"{backend.nranks} ranks (grid {grid})",
+            )
         except ImportError:  # pragma: no cover - matplotlib is in the "all" extra
             print("  picture   (install matplotlib to write it)")
         else:

@@ -128,9 +128,7 @@ class DistributedArray(ArrayMethods, NDArrayOperatorsMixin):
                 )
             return local[0]
         if rank not in self._locals:
-            raise ValueError(
-                f"rank {rank} is not held by this process (it holds {list(local)})"
-            )
+            raise ValueError(f"rank {rank} is not held by this process (it holds {list(local)})")
         return rank
 
     def local(self, rank: int | None = None) -> np.ndarray:
@@ -413,8 +411,7 @@ def new_array(
         blocks = dict(blocks)
         if set(blocks) != set(backend.local_ranks):
             raise ValueError(
-                f"expected local arrays for ranks {list(backend.local_ranks)}, "
-                f"got {sorted(blocks)}"
+                f"expected local arrays for ranks {list(backend.local_ranks)}, got {sorted(blocks)}"
             )
     a = object.__new__(DistributedArray)
     a._dist = dist
@@ -436,5 +433,6 @@ def _implementation(func, types):
         if not (issubclass(t, (DistributedArray, np.ndarray)) or t in _SCALAR_TYPES):
             return None
     return impl
+
 
 install_eliding_operators(DistributedArray)

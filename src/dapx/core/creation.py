@@ -222,16 +222,18 @@ def empty_like(a, dtype=None, *, shape=None, dist=None, grid=None, backend=None,
 
 
 @collective
-def full_like(a, fill_value, dtype=None, *, shape=None, dist=None, grid=None, backend=None,
-              **options):  # fmt: skip
+def full_like(
+    a, fill_value, dtype=None, *, shape=None, dist=None, grid=None, backend=None, **options
+):
     """`fill_value` everywhere, with the shape, dtype and distribution of `a`."""
     s, t, d, g, b, o = _like(a, shape, dtype, dist, grid, backend, options)
     return full(s, fill_value, t, dist=d, grid=g, backend=b, **o)
 
 
 @collective
-def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backend=None,
-           **options) -> DistributedArray:  # fmt: skip
+def arange(
+    start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backend=None, **options
+) -> DistributedArray:
     """Evenly spaced values as `numpy.arange`; each rank computes its own.
 
     >>> import dapx
@@ -255,8 +257,9 @@ def arange(start, stop=None, step=1, dtype=None, *, dist=None, grid=None, backen
 
 
 @collective
-def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=None,
-             backend=None, **options) -> DistributedArray:  # fmt: skip
+def linspace(
+    start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=None, backend=None, **options
+) -> DistributedArray:
     """`num` evenly spaced values over [start, stop], as `numpy.linspace`.
 
     >>> import dapx, numpy as np
@@ -288,8 +291,9 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, *, dist=None, grid=
 
 
 @collective
-def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None,
-                 backend=None, **kwargs) -> DistributedArray:  # fmt: skip
+def fromfunction(
+    function: Callable, shape, *, dtype=float, dist=None, grid=None, backend=None, **kwargs
+) -> DistributedArray:
     """Evaluate ``function(*indices)`` where each rank passes only its own global indices.
 
     As `numpy.fromfunction`, the function gets one coordinate array per
@@ -302,8 +306,9 @@ def fromfunction(function: Callable, shape, *, dtype=float, dist=None, grid=None
     array([[10, 11, 12]])
     """
     backend = resolve_backend(backend)
-    options = {k: kwargs.pop(k) for k in ("block_size", "padding", "periodic", "halo")
-               if k in kwargs}  # fmt: skip
+    options = {
+        k: kwargs.pop(k) for k in ("block_size", "padding", "periodic", "halo") if k in kwargs
+    }
     target = make_distribution(shape, dist, grid, backend, **options)
 
     def make(indices):
@@ -428,9 +433,7 @@ def from_local(blocks, axis: int = 0, backend: Backend | None = None) -> Distrib
         elif not (b.flags.c_contiguous or b.flags.f_contiguous):
             errors[r] = ValueError(f"rank {r}: blocks must be contiguous arrays")
     raise_if_any_failed(backend, errors)
-    meta = backend.allgather(
-        {r: (b.shape, b.dtype.str) for r, b in arrays.items()}
-    )
+    meta = backend.allgather({r: (b.shape, b.dtype.str) for r, b in arrays.items()})
     ndim = len(meta[0][0])
     axis = axis % ndim
     first_shape, first_dtype = meta[0]

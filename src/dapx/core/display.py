@@ -47,8 +47,18 @@ def inline_repr(a, max_width: int) -> str:
 
 def html_repr(a, dim_names=None) -> str:
     """An SVG of the decomposition: each block coloured by its owning rank."""
-    colours = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-               "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]  # fmt: skip
+    colours = [
+        "#4e79a7",
+        "#f28e2b",
+        "#e15759",
+        "#76b7b2",
+        "#59a14f",
+        "#edc948",
+        "#b07aa1",
+        "#ff9da7",
+        "#9c755f",
+        "#bab0ac",
+    ]
     dist = a.distribution
     title = html.escape(array_repr(a).splitlines()[0])
     if a.ndim == 0:

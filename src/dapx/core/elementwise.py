@@ -60,8 +60,9 @@ def _same_layout_fast_path(ufunc, inputs, kwargs):
         return None
     results = {}
     for r in lead._backend.local_ranks:
-        results[r] = ufunc(*[x._locals[r] if type(x) is DistributedArray else x for x in inputs],
-                           **kwargs)  # fmt: skip
+        results[r] = ufunc(
+            *[x._locals[r] if type(x) is DistributedArray else x for x in inputs], **kwargs
+        )
     return new_array(lead._dist, results, lead._backend)
 
 
@@ -177,8 +178,10 @@ def _interiors_for_out(out, operands):
     )
     if same:
         return out, operands
-    return (tuple(o.interior for o in out),
-            [x.interior if _distributed(x) else x for x in operands])  # fmt: skip
+    return (
+        tuple(o.interior for o in out),
+        [x.interior if _distributed(x) else x for x in operands],
+    )
 
 
 def _call(ufunc, inputs, kwargs):

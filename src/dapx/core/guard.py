@@ -18,6 +18,7 @@ from ..errors import RankError
 
 __all__ = ["backend_of", "collective", "raise_if_any_failed"]
 
+
 class _Nesting(threading.local):
     """How deep in public dapx calls this thread is (ranks of the dask backend are threads)."""
 
@@ -25,7 +26,6 @@ class _Nesting(threading.local):
 
 
 _nesting = _Nesting()
-
 
 
 def backend_of(args, kwargs, default: bool = True):

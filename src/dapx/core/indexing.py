@@ -115,8 +115,9 @@ def _prepare(x, key):
                 "a large distributed boolean mask is supported over the leading dimensions "
                 "only (a[mask] or a[mask, ...]); pass mask.gather() to index elsewhere"
             )
-        items = parse_key(x.shape, [e.gather() if isinstance(e, DistributedArray) else e
-                                 for e in entries])  # fmt: skip
+        items = parse_key(
+            x.shape, [e.gather() if isinstance(e, DistributedArray) else e for e in entries]
+        )
     ints = [it for it in items if it[0] == "d"]
     if ints and sum(it[2].size for it in ints) <= SMALL_INDEX_LIMIT:
         items = [("a", it[1], it[2].gather()) if it[0] == "d" else it for it in items]
@@ -124,8 +125,10 @@ def _prepare(x, key):
         items = [("a", it[1], np.array(it[2])) if it[0] == "i" else it for it in items]
         B = broadcast_indices([it[2] for it in items if it[0] in "ad"])
         if math.prod(B):  # NumPy checks the bounds of the broadcast indices
-            items = [("a", it[1], checked_indices(it[2], x.shape[it[1]], it[1])) if it[0] == "a"
-                     else it for it in items]  # fmt: skip
+            items = [
+                ("a", it[1], checked_indices(it[2], x.shape[it[1]], it[1])) if it[0] == "a" else it
+                for it in items
+            ]
     return x, items
 
 
@@ -227,8 +230,11 @@ def _value(x, value, shape, advanced: bool):
             )
         raise ValueError(f"could not broadcast input array from shape {vs} into shape {ts}")
     if extra > 0:
-        value = getitem(value, (0,) * extra) if isinstance(value, DistributedArray) else (
-            value.reshape(vshape[extra:]))  # fmt: skip
+        value = (
+            getitem(value, (0,) * extra)
+            if isinstance(value, DistributedArray)
+            else (value.reshape(vshape[extra:]))
+        )
     if value.ndim == 0:
         scalar = value._scalar() if isinstance(value, DistributedArray) else value
         trial = np.empty((), x.dtype)
@@ -287,10 +293,11 @@ def _local_set(block: np.ndarray, parts: tuple, value, shape: tuple) -> None:
         return
     axes = [p for p in parts if p is not None]
     idx = [
-        np.array([p]) if isinstance(p, int) else (np.arange(*p.indices(n)) if isinstance(
-            p, slice) else p)
+        np.array([p])
+        if isinstance(p, int)
+        else (np.arange(*p.indices(n)) if isinstance(p, slice) else p)
         for p, n in zip(axes, block.shape)
-    ]  # fmt: skip
+    ]
     block[np.ix_(*idx)] = np.broadcast_to(value, shape).reshape([i.size for i in idx])
 
 
@@ -318,9 +325,7 @@ def _basic_get(x, items) -> DistributedArray:
         blocks = {r: np.array(value, dtype=x.dtype) for r in local}
         return new_array(SCALAR, blocks, x.backend, x.dtype)
     lay = basic_layout(x.distribution, _basic_key(items))
-    blocks = {
-        r: _local_get(x._locals[r], lay.local_key(r), lay.dist.local_shape(r)) for r in local
-    }
+    blocks = {r: _local_get(x._locals[r], lay.local_key(r), lay.dist.local_shape(r)) for r in local}
     return new_array(lay.dist, blocks, x.backend, x.dtype)
 
 
@@ -373,8 +378,9 @@ class _FancyPlan:
 
     def get(self) -> DistributedArray:
         x, lay = self.x, self.lay
-        blocks = {r: np.moveaxis(x._locals[r][self._mesh(r)[1]], 0, lay.pB)
-                  for r in x.backend.local_ranks}  # fmt: skip
+        blocks = {
+            r: np.moveaxis(x._locals[r][self._mesh(r)[1]], 0, lay.pB) for r in x.backend.local_ranks
+        }
         out = _run(lay.Vs, lay.Dt, lay.perm, None, blocks, x.dtype, x.backend)
         result = {r: b.reshape(lay.final_d.local_shape(r)) for r, b in out.items()}
         return new_array(lay.final_d, result, x.backend, x.dtype)
@@ -422,8 +428,12 @@ class _RequestPlan:
                 raise NotImplementedError("padded (halo) index arrays are not supported yet")
         self.tB = tB = Distribution([one_to_one_map(m) for m in tB.maps])
         local = backend.local_ranks
-        loc = [align(a, tB) if isinstance(a, DistributedArray) else
-               {r: _numpy_part(a, tB, r) for r in local} for a in arrays]  # fmt: skip
+        loc = [
+            align(a, tB)
+            if isinstance(a, DistributedArray)
+            else {r: _numpy_part(a, tB, r) for r in local}
+            for a in arrays
+        ]
         flat, errors = {}, {}
         for r in local:
             flat[r] = [np.broadcast_to(o[r], tB.local_shape(r)).reshape(-1) for o in loc]
@@ -462,8 +472,10 @@ class _RequestPlan:
     def get(self) -> DistributedArray:
         x, backend, pB, nb = self.x, self.x.backend, self.lay.pB, len(self.B)
         asked = _alltoallv(backend, self.requests, np.intp)
-        replies = {s: {r: x._locals[s][self._serve(s, p)].reshape(-1) for r, p in q.items()}
-                   for s, q in asked.items()}  # fmt: skip
+        replies = {
+            s: {r: x._locals[s][self._serve(s, p)].reshape(-1) for r, p in q.items()}
+            for s, q in asked.items()
+        }
         got = _alltoallv(backend, replies, x.dtype)
         full = [self.lay.x1.shape[d] for d in self.lay.nonadv]
         result = {}
@@ -484,8 +496,9 @@ class _RequestPlan:
         parts = _aligned("numpy" if kind == "scalar" else kind, v, self.final_d, backend)
         values = {}
         for r in backend.local_ranks:
-            b = np.moveaxis(self.lay.drop_new(parts[r], nb), tuple(range(pB, pB + nb)),
-                            tuple(range(nb)))  # fmt: skip
+            b = np.moveaxis(
+                self.lay.drop_new(parts[r], nb), tuple(range(pB, pB + nb)), tuple(range(nb))
+            )
             b = b.reshape((math.prod(self.tB.local_shape(r)), *b.shape[nb:]))
             values[r] = {s: b[np.ix_(pos, *own)].reshape(-1) for pos, s, own in self._pairs(r)}
         asked = _alltoallv(backend, self.requests, np.intp)
@@ -534,8 +547,13 @@ class _MaskPlan:
         lead, rest = dist.maps[:k], dist.maps[k:]
         split = [j for j, m in enumerate(lead) if m.nprocs > 1]
         ordered = all(isinstance(m, (BlockMap, CyclicMap)) for m in lead) and (
-            not split or (len(split) == 1 and isinstance(lead[split[0]], BlockMap)
-                          and all(m.size <= 1 for m in lead[: split[0]])))  # fmt: skip
+            not split
+            or (
+                len(split) == 1
+                and isinstance(lead[split[0]], BlockMap)
+                and all(m.size <= 1 for m in lead[: split[0]])
+            )
+        )
         if ordered:
             self.rb = dist
         else:

@@ -23,8 +23,9 @@ class ArrayMethods:
     __slots__ = ()
 
     # -- reductions (dapx.functions.reductions, statistics) ---------------------------------
-    def sum(self, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue,
-            where=_NoValue):  # fmt: skip
+    def sum(
+        self, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue
+    ):
         """Sum of the elements over `axis`: `numpy.sum`.
 
         Partials are combined in rank order, so every backend gives the same bits.
@@ -38,11 +39,13 @@ class ArrayMethods:
         >>> float(a.sum(where=a.gather() > 5))
         51.0
         """
-        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
-                      initial=initial, where=where)  # fmt: skip
+        return np.sum(
+            self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where
+        )
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue,
-             where=_NoValue):  # fmt: skip
+    def prod(
+        self, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue
+    ):
         """Product of the elements over `axis`: `numpy.prod`.
 
         Examples
@@ -51,8 +54,9 @@ class ArrayMethods:
         >>> int(dapx.arange(1, 6, backend=dapx.simulated(2)).prod())
         120
         """
-        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
-                       initial=initial, where=where)  # fmt: skip
+        return np.prod(
+            self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where
+        )
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoValue):
         """Arithmetic mean over `axis`: `numpy.mean`.
@@ -67,8 +71,18 @@ class ArrayMethods:
         """
         return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *,
-            where=_NoValue, mean=_NoValue, correction=_NoValue):  # fmt: skip
+    def std(
+        self,
+        axis=None,
+        dtype=None,
+        out=None,
+        ddof=0,
+        keepdims=_NoValue,
+        *,
+        where=_NoValue,
+        mean=_NoValue,
+        correction=_NoValue,
+    ):
         """Standard deviation over `axis`: `numpy.std` (`ddof` or `correction`).
 
         Examples
@@ -77,11 +91,30 @@ class ArrayMethods:
         >>> float(dapx.asarray([1.0, 2.0, 3.0, 4.0], backend=dapx.simulated(2)).std(ddof=1))
         1.2909944487358056
         """
-        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
-                      where=where, mean=mean, correction=correction)  # fmt: skip
+        return np.std(
+            self,
+            axis=axis,
+            dtype=dtype,
+            out=out,
+            ddof=ddof,
+            keepdims=keepdims,
+            where=where,
+            mean=mean,
+            correction=correction,
+        )
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *,
-            where=_NoValue, mean=_NoValue, correction=_NoValue):  # fmt: skip
+    def var(
+        self,
+        axis=None,
+        dtype=None,
+        out=None,
+        ddof=0,
+        keepdims=_NoValue,
+        *,
+        where=_NoValue,
+        mean=_NoValue,
+        correction=_NoValue,
+    ):
         """Variance over `axis`: `numpy.var` (`ddof` or `correction`).
 
         Examples
@@ -90,8 +123,17 @@ class ArrayMethods:
         >>> float(dapx.asarray([1.0, 2.0, 3.0, 4.0], backend=dapx.simulated(2)).var())
         1.25
         """
-        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
-                      where=where, mean=mean, correction=correction)  # fmt: skip
+        return np.var(
+            self,
+            axis=axis,
+            dtype=dtype,
+            out=out,
+            ddof=ddof,
+            keepdims=keepdims,
+            where=where,
+            mean=mean,
+            correction=correction,
+        )
 
     def min(self, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue):
         """Minimum over `axis`: `numpy.min`.

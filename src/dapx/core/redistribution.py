@@ -51,14 +51,16 @@ def redistribute(x, dist=None, grid=None, **options):
         if grid is not None or options:
             raise TypeError("pass either a Distribution or a description, not both")
         target = dist
-    elif dist is None and grid is None and "halo" in options and x.ndim and (
-        set(options) <= {"halo", "periodic"}
+    elif (
+        dist is None
+        and grid is None
+        and "halo" in options
+        and x.ndim
+        and (set(options) <= {"halo", "periodic"})
     ):
         target = with_halo(x.distribution, options["halo"], options.get("periodic"))
     else:
-        target = Distribution.create(
-            x.shape, dist, grid, nranks=x.backend.nranks, **options
-        )
+        target = Distribution.create(x.shape, dist, grid, nranks=x.backend.nranks, **options)
     if target.global_shape != x.shape:
         raise ValueError(
             f"cannot redistribute an array of shape {x.shape} to a distribution of shape "

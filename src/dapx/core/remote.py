@@ -83,8 +83,10 @@ class RemoteArray(DistributedArray):
         from . import display
 
         dims = display._describe_dims(self)
-        return (f"RemoteArray<shape={self.shape}, dtype={self.dtype}, dist={dims}, "
-                f"grid={self.distribution.grid_shape}, backend={self._backend!r}>")  # fmt: skip
+        return (
+            f"RemoteArray<shape={self.shape}, dtype={self.dtype}, dist={dims}, "
+            f"grid={self.distribution.grid_shape}, backend={self._backend!r}>"
+        )
 
     def _repr_inline_(self, max_width: int) -> str:
         return repr(self)[:max_width]
@@ -113,8 +115,10 @@ class RemoteArray(DistributedArray):
         from ..backends.simulated import simulated
 
         backend = simulated(self._backend.nranks)
-        blocks = {r: self.local_with_halo(r) if self._dist.ndim else self.local(r)
-                  for r in backend.local_ranks}  # fmt: skip
+        blocks = {
+            r: self.local_with_halo(r) if self._dist.ndim else self.local(r)
+            for r in backend.local_ranks
+        }
         return new_array(self._dist, blocks, backend, self._dtype)
 
     def gather(self) -> np.ndarray:
@@ -167,8 +171,19 @@ def _forward_property(name: str, settable: bool):
     return property(get, set_ if settable else None, doc=f"`DistributedArray.{name}` on the ranks.")
 
 
-_CLIENT_SIDE = {"distribution", "backend", "shape", "dtype", "ndim", "size", "nbytes",
-                "itemsize", "locals", "to_numpy", "to_dask"}  # fmt: skip
+_CLIENT_SIDE = {
+    "distribution",
+    "backend",
+    "shape",
+    "dtype",
+    "ndim",
+    "size",
+    "nbytes",
+    "itemsize",
+    "locals",
+    "to_numpy",
+    "to_dask",
+}
 
 
 def _install_forwarders() -> None:

@@ -485,8 +485,11 @@ class AdvancedLayout:
         adjacent = adv == list(range(adv[0], adv[-1] + 1))
         rest = [it for it in items if it[0] not in "ad"]
         if adjacent:
-            final = [("B",) if k == adv[0] else it for k, it in enumerate(items) if
-                     k == adv[0] or it[0] not in "ad"]  # fmt: skip
+            final = [
+                ("B",) if k == adv[0] else it
+                for k, it in enumerate(items)
+                if k == adv[0] or it[0] not in "ad"
+            ]
         else:
             final = [("B",), *rest]
         self.final = [it[0] if it[0] in "Bn" else ("x", it[1]) for it in final]
@@ -532,10 +535,12 @@ class AdvancedLayout:
             idx[d] = compose(parts[d], adv_local[j], shape[d]).reshape((-1,) + (1,) * k)
         for j, d in enumerate(self.nonadv):
             m, c = self.x1.maps[d], coords[d]
-            own = np.arange(m.local_length(c)) if is_one_to_one(m) else m.owner(
-                m.owned_indices(c))[1]  # fmt: skip
-            idx[d] = compose(parts[d], own, shape[d]).reshape((1,) * (j + 1) + (-1,) +
-                                                               (1,) * (k - j - 1))  # fmt: skip
+            own = (
+                np.arange(m.local_length(c)) if is_one_to_one(m) else m.owner(m.owned_indices(c))[1]
+            )
+            idx[d] = compose(parts[d], own, shape[d]).reshape(
+                (1,) * (j + 1) + (-1,) + (1,) * (k - j - 1)
+            )
         return tuple(idx)
 
     def owned_nonadv(self, rank: int) -> list[np.ndarray]:

@@ -91,8 +91,14 @@ __all__ = [
     "run_halo_plan",
 ]
 
-_NAMES = {"none": "none", "reflect": "reflect", "nearest": "nearest", "edge": "nearest",
-          "periodic": "periodic", "wrap": "periodic"}  # fmt: skip
+_NAMES = {
+    "none": "none",
+    "reflect": "reflect",
+    "nearest": "nearest",
+    "edge": "nearest",
+    "periodic": "periodic",
+    "wrap": "periodic",
+}
 
 
 # -- boundary conditions -----------------------------------------------------------------------
@@ -251,8 +257,15 @@ def _dim_segments(m: Map, c: int, kind: str) -> tuple[_Segment, ...]:
         identity = (owners == c) & (local == np.arange(a, b))
         runs = []
         for i, j in _split_runs(owners * 2 + identity):
-            runs.append(_Run(int(owners[i]), simplify_index(local[i:j]), slice(a + i, a + j),
-                             j - i, bool(identity[i])))  # fmt: skip
+            runs.append(
+                _Run(
+                    int(owners[i]),
+                    simplify_index(local[i:j]),
+                    slice(a + i, a + j),
+                    j - i,
+                    bool(identity[i]),
+                )
+            )
         segments.append(_Segment("data", slice(a, b), tuple(runs)))
     if not segments and n:
         raise AssertionError("unreachable: a non-empty buffer has segments")
@@ -325,8 +338,16 @@ class HaloPlan:
     ``topology`` is the process grid it follows (a `Cartesian`).
     """
 
-    __slots__ = ("_buffers", "copies", "exchange", "fills", "recvcounts", "recvs", "sends",
-                 "topology")  # fmt: skip
+    __slots__ = (
+        "_buffers",
+        "copies",
+        "exchange",
+        "fills",
+        "recvcounts",
+        "recvs",
+        "sends",
+        "topology",
+    )
 
     def __init__(self, copies, sends, recvs, recvcounts, fills, exchange, topology):
         self.topology = topology
@@ -356,8 +377,7 @@ def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int
     for d in local_ranks:
         pieces, fills[d] = _rank_pieces(dist, kinds, d)
         remote = sorted((p for p in pieces if p.src_rank not in local), key=lambda p: p.src_rank)
-        copies.extend((p.src_rank, d, p.src_key, p.dst_key) for p in pieces
-                      if p.src_rank in local)  # fmt: skip
+        copies.extend((p.src_rank, d, p.src_key, p.dst_key) for p in pieces if p.src_rank in local)
         counts = np.zeros(nranks, np.intp)
         items, offsets = [], {}
         for p in remote:
@@ -397,14 +417,24 @@ def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int
     return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange, topology)
 
 
-def run_halo_plan(plan: HaloPlan, blocks: Mapping[int, np.ndarray], dtype, backend,
-                  values: Sequence) -> None:  # fmt: skip
+def run_halo_plan(
+    plan: HaloPlan, blocks: Mapping[int, np.ndarray], dtype, backend, values: Sequence
+) -> None:
     """Fill the ghost cells of `blocks` in place."""
     for s, d, src_key, dst_key in plan.copies:
         blocks[d][dst_key] = blocks[s][src_key]
     if plan.exchange:
-        execute(blocks, plan.sends, plan.recvcounts, plan.recvs, blocks, dtype, backend,
-                sparse=plan.topology, send_buffer=plan.send_buffer)  # fmt: skip
+        execute(
+            blocks,
+            plan.sends,
+            plan.recvcounts,
+            plan.recvs,
+            blocks,
+            dtype,
+            backend,
+            sparse=plan.topology,
+            send_buffer=plan.send_buffer,
+        )
     for d, regions in plan.fills.items():
         block = blocks[d]
         for key, axis in regions:
@@ -441,8 +471,12 @@ def interior_distribution(dist: Distribution) -> Distribution:
     """
     if not dist.is_padded:
         return dist
-    maps = [BlockMap(m.size, m.bounds, periodic=m.periodic)
-            if isinstance(m, BlockMap) and m.is_padded else m for m in dist.maps]  # fmt: skip
+    maps = [
+        BlockMap(m.size, m.bounds, periodic=m.periodic)
+        if isinstance(m, BlockMap) and m.is_padded
+        else m
+        for m in dist.maps
+    ]
     return Distribution(maps, dist.grid)
 
 

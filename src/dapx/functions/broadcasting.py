@@ -51,8 +51,7 @@ def broadcast_to(array, shape, subok=False):
         return new_array(target, blocks, backend, array.dtype)
     target = broadcast_distribution(clean_distribution(array.distribution), shape)
     aligned = align(array, target)
-    blocks = {r: np.broadcast_to(b, target.local_shape(r), subok=subok)
-              for r, b in aligned.items()}  # fmt: skip
+    blocks = {r: np.broadcast_to(b, target.local_shape(r), subok=subok) for r, b in aligned.items()}
     return new_array(target, blocks, backend, array.dtype)
 
 
@@ -70,10 +69,12 @@ def broadcast_arrays(*args, subok=False):
     >>> type(x).__name__, type(y).__name__, x.shape, y.shape
     ('DistributedArray', 'ndarray', (2, 3), (2, 3))
     """
-    shape = np.broadcast_shapes(*(np.shape(a) if not isinstance(a, DistributedArray)
-                                  else a.shape for a in args))  # fmt: skip
+    shape = np.broadcast_shapes(
+        *(np.shape(a) if not isinstance(a, DistributedArray) else a.shape for a in args)
+    )
     return tuple(
-        broadcast_to(a, shape, subok=subok) if isinstance(a, DistributedArray)
+        broadcast_to(a, shape, subok=subok)
+        if isinstance(a, DistributedArray)
         else np.broadcast_to(a, shape, subok=subok)
         for a in args
     )

@@ -67,9 +67,7 @@ def expand_ellipsis(subscripts: str, shapes: Sequence[tuple[int, ...]]) -> str:
     lhs, arrow, rhs = subscripts.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(
-            f"einsum: {len(terms)} operand subscripts for {len(shapes)} operands"
-        )
+        raise ValueError(f"einsum: {len(terms)} operand subscripts for {len(shapes)} operands")
     used = set(subscripts) - {".", ",", "-", ">"}
     free = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
     widths = []
@@ -152,8 +150,10 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     distributed = [k for k, a in enumerate(arrays) if isinstance(a, DistributedArray) and a.ndim]
     backend = next(a for a in arrays if isinstance(a, DistributedArray)).backend
     if not distributed:  # only replicated 0-d operands and NumPy arrays
-        values = [a.locals[backend.local_ranks[0]] if isinstance(a, DistributedArray) else a
-                  for a in arrays]  # fmt: skip
+        values = [
+            a.locals[backend.local_ranks[0]] if isinstance(a, DistributedArray) else a
+            for a in arrays
+        ]
         result = from_replicated(np.einsum(subscripts, *values, **kwargs), backend)
         return result if out is None else write_into(out, result)
     wanted = set().union(*(inputs[k] for k in distributed))
@@ -194,13 +194,18 @@ def _contract(arrays, inputs, rhs, sizes, lead, backend, optimize, kwargs):
     kept = "".join(c for c in letters if c in rhs)
     reduced = [c for c in letters if c not in rhs and layout.maps[letters.index(c)].nprocs > 1]
     expr = ",".join(subs) + "->" + kept
-    partial = {r: np.asarray(np.einsum(expr, *(b[r] for b in blocks), optimize=optimize,
-                                       **kwargs)) for r in ranks}  # fmt: skip
+    partial = {
+        r: np.asarray(np.einsum(expr, *(b[r] for b in blocks), optimize=optimize, **kwargs))
+        for r in ranks
+    }
     dtype = partial[ranks[0]].dtype
     if not reduced:
         dist = Distribution([layout.maps[letters.index(c)] for c in kept]) if kept else None
-        result = (new_array(dist, partial, backend, dtype) if kept
-                  else from_replicated(partial[ranks[0]], backend))  # fmt: skip
+        result = (
+            new_array(dist, partial, backend, dtype)
+            if kept
+            else from_replicated(partial[ranks[0]], backend)
+        )
     elif not kept:
         total = backend.combine(partial, np.add)
         result = from_replicated(np.asarray(total, dtype), backend)
@@ -228,8 +233,12 @@ def _align_operand(a, sub, letters, layout) -> dict:
 
 def _slice_operand(a: np.ndarray, sub, letters, layout, rank) -> np.ndarray:
     glob = layout.global_indices(rank)
-    parts = [slice(0, 1) if n == 1 and layout.shape[letters.index(c)] != 1
-             else simplify_index(glob[letters.index(c)]) for c, n in zip(sub, a.shape)]  # fmt: skip
+    parts = [
+        slice(0, 1)
+        if n == 1 and layout.shape[letters.index(c)] != 1
+        else simplify_index(glob[letters.index(c)])
+        for c, n in zip(sub, a.shape)
+    ]
     return a[_index(parts)]
 
 

@@ -81,8 +81,7 @@ def _fill_slab(blocks: dict, a, target: Distribution, axis: int, start: int, bac
         if a.ndim and a.distribution == sub:
             moved = a.locals
         else:
-            moved = run_plan(exchange_plan(a.distribution, sub, ranks), a.locals, a.dtype,
-                             backend)  # fmt: skip
+            moved = run_plan(exchange_plan(a.distribution, sub, ranks), a.locals, a.dtype, backend)
     else:
         moved = {r: a[_global_key(sub, r)] for r in ranks}
     for r in ranks:
@@ -96,8 +95,9 @@ def _fill_slab(blocks: dict, a, target: Distribution, axis: int, start: int, bac
 
 def _result_dtype(arrays, dtype, casting) -> np.dtype:
     """NumPy's result dtype and casting check for joining `arrays` (on empty stand-ins)."""
-    return np.concatenate([np.empty(0, a.dtype) for a in arrays], dtype=dtype,
-                          casting=casting).dtype  # fmt: skip
+    return np.concatenate(
+        [np.empty(0, a.dtype) for a in arrays], dtype=dtype, casting=casting
+    ).dtype
 
 
 @implements(np.concatenate)
@@ -176,8 +176,10 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if len({a.shape for a in arrays}) != 1:
         raise ValueError("all input arrays must have the same shape")
     axis = normalize_axis_index(axis, arrays[0].ndim + 1)
-    expanded = [expand_dims(a, axis) if isinstance(a, DistributedArray) else
-                np.expand_dims(a, axis) for a in arrays]  # fmt: skip
+    expanded = [
+        expand_dims(a, axis) if isinstance(a, DistributedArray) else np.expand_dims(a, axis)
+        for a in arrays
+    ]
     return concatenate(expanded, axis=axis, out=out, dtype=dtype, casting=casting)
 
 
@@ -205,8 +207,13 @@ def _as_pairs(x, ndim: int, as_index: bool = False) -> list:
     return np.broadcast_to(x, (ndim, 2)).tolist()
 
 
-_PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(),
-               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}  # fmt: skip
+_PAD_KWARGS = {
+    "constant": {"constant_values"},
+    "edge": set(),
+    "wrap": set(),
+    "reflect": {"reflect_type"},
+    "symmetric": {"reflect_type"},
+}
 _NUMPY_ONLY_PAD_MODES = ("empty", "linear_ramp", "maximum", "mean", "median", "minimum")
 
 
@@ -251,8 +258,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     # Note: modes that compute values (mean, linear_ramp, ...) and the "odd" reflection
     # are not index maps of the input, so they are not implemented.
     if kwargs.get("reflect_type", "even") == "odd":
-        raise NotImplementedError("np.pad with reflect_type='odd' is not implemented for "
-                                  "DistributedArray (only 'even')")  # fmt: skip
+        raise NotImplementedError(
+            "np.pad with reflect_type='odd' is not implemented for DistributedArray (only 'even')"
+        )
     x = array
     if isinstance(pad_width, dict):
         seq = [(0, 0)] * x.ndim
@@ -292,8 +300,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return take(x, indexers, target, fills)
 
 
-def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
-                target: Distribution) -> DistributedArray:  # fmt: skip
+def _pad_blocks(
+    x: DistributedArray, widths: list, values, indexers: dict, target: Distribution
+) -> DistributedArray:
     """`pad` when every padded axis (the keys of `indexers`) is a block axis.
 
     `target` has `x`'s rank boundaries shifted by the low widths. Each rank
@@ -320,8 +329,11 @@ def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
             continue  # the edge ranks hold every index their edges read
         nprocs = clean[k].nprocs  # > 1: one rank holds its whole axis
         edges = BlockMap(lo + hi, [0, *[lo] * (nprocs - 1), lo + hi])
-        slab = take(x, {k: np.concatenate([idx[:lo], idx[lo + n :]])},
-                    Distribution([*clean[:k], edges, *clean[k + 1 :]], dist.grid))  # fmt: skip
+        slab = take(
+            x,
+            {k: np.concatenate([idx[:lo], idx[lo + n :]])},
+            Distribution([*clean[:k], edges, *clean[k + 1 :]], dist.grid),
+        )
         earlier = {j: indexers[j] for j in padded if j < k}
         if earlier:  # the corners: the earlier axes' edges of the (small) slab
             maps = [target.maps[j] if j < k else m for j, m in enumerate(slab.distribution.maps)]
@@ -351,8 +363,9 @@ def _pad_blocks(x: DistributedArray, widths: list, values, indexers: dict,
                     out[region] = remote[k][r]
                 else:
                     positions = idx - clean[k].bounds[c] + middle[k].start
-                    out[region] = out[(*[slice(None)] * k, simplify_index(positions),
-                                       *middle[k + 1 :])]  # fmt: skip
+                    out[region] = out[
+                        (*[slice(None)] * k, simplify_index(positions), *middle[k + 1 :])
+                    ]
         blocks[r] = out
     return new_array(target, blocks, x.backend, x.dtype)
 
@@ -379,8 +392,9 @@ def roll(a, shift, axis=None):
     shifts = [0] * a.ndim
     for sh, ax in pairs:
         shifts[ax] += int(sh)
-    indexers = {k: (np.arange(n) - shifts[k]) % n
-                for k, n in enumerate(a.shape) if n and shifts[k] % n}  # fmt: skip
+    indexers = {
+        k: (np.arange(n) - shifts[k]) % n for k, n in enumerate(a.shape) if n and shifts[k] % n
+    }
     target = clean_distribution(a.distribution)
     if not indexers:
         return _copy(a) if target == a.distribution else redistribute(a, target)

@@ -186,8 +186,7 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
     unsupported = sorted(set(kwargs) - {"casting", "order", "subok"})
     if unsupported or kwargs.get("casting", "same_kind") != "same_kind":
         raise NotImplementedError(
-            f"matmul keywords {unsupported or ['casting']} are not implemented for "
-            "DistributedArray"
+            f"matmul keywords {unsupported or ['casting']} are not implemented for DistributedArray"
         )
     nd1, nd2 = np.ndim(x1), np.ndim(x2)
     if nd1 == 0 or nd2 == 0:
@@ -206,7 +205,7 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
         if nd1 == 2 and nd2 == 2 and _distributed(x1) and _distributed(x2):
             return _finish(_ring_matmul(x1, x2), out, dtype)
         sub1 = "ij"[2 - nd1 :]
-        sub2 = "jk"[: nd2] if nd2 == 2 else "j"
+        sub2 = "jk"[:nd2] if nd2 == 2 else "j"
         rhs = (sub1[0] if nd1 == 2 else "") + ("k" if nd2 == 2 else "")
         return _finish(np.einsum(f"{sub1},{sub2}->{rhs}", x1, x2), out, dtype)
     # Stacks of matrices: batch axes broadcast, as in NumPy.
@@ -311,12 +310,12 @@ def apply_gufunc(ufunc, inputs, kwargs):
     )
 
 
-def _vector_product(name: str, x1, x2, /, out=None, *, axes=None, axis=None, dtype=None,
-                    **kwargs):  # fmt: skip
+def _vector_product(name: str, x1, x2, /, out=None, *, axes=None, axis=None, dtype=None, **kwargs):
     """`numpy.vecdot`, `numpy.matvec`, `numpy.vecmat` as a broadcast product and a sum."""
     if kwargs or axes is not None or axis is not None:
-        raise NotImplementedError(f"np.{name} with {sorted(kwargs) or ['axes']} is not "
-                                  "implemented for DistributedArray")  # fmt: skip
+        raise NotImplementedError(
+            f"np.{name} with {sorted(kwargs) or ['axes']} is not implemented for DistributedArray"
+        )
     if name == "vecdot":
         product = np.multiply(np.conjugate(x1) if np.iscomplexobj(x1) else x1, x2)
         result = np.sum(product, axis=-1)

@@ -108,8 +108,9 @@ def where(condition, x=None, y=None, /):
 
 
 @implements(np.clip)
-def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
-         max=np._NoValue, **kwargs):  # fmt: skip
+def clip(
+    a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kwargs
+):
     """`numpy.clip` (bounds may be arrays, distributed or not, or None).
 
     Examples
@@ -126,8 +127,10 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
     elif a_max is np._NoValue:
         raise TypeError("clip() missing 1 required positional argument: 'a_max'")
     elif min is not np._NoValue or max is not np._NoValue:
-        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
-                         "are provided is forbidden.")  # fmt: skip
+        raise ValueError(
+            "Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+            "are provided is forbidden."
+        )
     return _blockwise(np.clip, [a, a_min, a_max], out=out, **kwargs)
 
 
@@ -233,8 +236,10 @@ def nonzero(a):
     (array([0, 1, 1]), array([1, 0, 2]))
     """
     if a.ndim == 0:
-        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
-                         "np.atleast_1d(scalar).nonzero() instead.")  # fmt: skip
+        raise ValueError(
+            "Calling nonzero on 0d arrays is not allowed. Use "
+            "np.atleast_1d(scalar).nonzero() instead."
+        )
     y = _in_rows(a)
     backend = y.backend
     bounds = y.distribution.maps[0].bounds

@@ -64,8 +64,16 @@ def _overlap_layout(dist: Distribution, widths: tuple[int, ...]) -> Distribution
         else:
             bounds, periodic = None, False  # cyclic or unstructured: an even block instead
         try:
-            maps.append(BlockMap(m.size, bounds, nprocs=m.nprocs, padding=np.full((m.nprocs, 2), w),
-                                 periodic=periodic, ghost_edges=True))  # fmt: skip
+            maps.append(
+                BlockMap(
+                    m.size,
+                    bounds,
+                    nprocs=m.nprocs,
+                    padding=np.full((m.nprocs, 2), w),
+                    periodic=periodic,
+                    ghost_edges=True,
+                )
+            )
         except DAPError as e:
             raise ValueError(
                 f"map_overlap: depth {w} on axis {k} does not fit the blocks "
@@ -102,8 +110,9 @@ _DASK_ONLY = ("chunks", "drop_axis", "new_axis", "align_arrays", "allow_rechunk"
 
 
 @collective
-def map_overlap(func: Callable, *arrays, depth=None, boundary=None, trim: bool = True,
-                dtype=None, **kwargs):  # fmt: skip
+def map_overlap(
+    func: Callable, *arrays, depth=None, boundary=None, trim: bool = True, dtype=None, **kwargs
+):
     """Apply `func` to every rank's block extended by `depth` neighbouring cells.
 
     The same semantics and signature as ``dask.array.map_overlap``: the
@@ -215,9 +224,12 @@ def map_overlap(func: Callable, *arrays, depth=None, boundary=None, trim: bool =
             out = out.astype(dtype, copy=False)
         if trim:
             results[r] = out[cut]
-        elif (out.shape == target.local_shape(r) and out.flags.c_contiguous
-              and out.flags.writeable
-              and not any(np.may_share_memory(out, b) for b in blocks)):  # fmt: skip
+        elif (
+            out.shape == target.local_shape(r)
+            and out.flags.c_contiguous
+            and out.flags.writeable
+            and not any(np.may_share_memory(out, b) for b in blocks)
+        ):
             results[r] = out  # func's own new block is the padded block: no copy
         else:
             full = np.zeros(target.local_shape(r), out.dtype)

@@ -153,8 +153,17 @@ class Generator:
             for stream in range(nstreams)
         ]
 
-    def _draw(self, size, dist, grid, backend, options, nstreams: int,
-              transform: Callable[..., np.ndarray], dtype) -> DistributedArray:  # fmt: skip
+    def _draw(
+        self,
+        size,
+        dist,
+        grid,
+        backend,
+        options,
+        nstreams: int,
+        transform: Callable[..., np.ndarray],
+        dtype,
+    ) -> DistributedArray:
         backend = resolve_backend(backend)
         shape = () if size is None else normalize_shape(size)
         target = make_distribution(shape, dist, grid, backend, **options)
@@ -167,8 +176,16 @@ class Generator:
 
     # -- distributions --------------------------------------------------------------------
     @collective
-    def random(self, size=None, dtype=np.float64, *, dist=None, grid=None,
-               backend: Backend | None = None, **options) -> DistributedArray:  # fmt: skip
+    def random(
+        self,
+        size=None,
+        dtype=np.float64,
+        *,
+        dist=None,
+        grid=None,
+        backend: Backend | None = None,
+        **options,
+    ) -> DistributedArray:
         """Uniform floats in [0, 1).
 
         Parameters
@@ -193,8 +210,17 @@ class Generator:
         return self._draw(size, dist, grid, backend, options, 1, transform, dtype)
 
     @collective
-    def uniform(self, low=0.0, high=1.0, size=None, *, dist=None, grid=None,
-                backend: Backend | None = None, **options) -> DistributedArray:  # fmt: skip
+    def uniform(
+        self,
+        low=0.0,
+        high=1.0,
+        size=None,
+        *,
+        dist=None,
+        grid=None,
+        backend: Backend | None = None,
+        **options,
+    ) -> DistributedArray:
         """Uniform floats in [low, high): ``low + (high - low) * random(size)``.
 
         Parameters
@@ -221,8 +247,16 @@ class Generator:
         return u * (high - low) + low
 
     @collective
-    def standard_normal(self, size=None, dtype=np.float64, *, dist=None, grid=None,
-                        backend: Backend | None = None, **options) -> DistributedArray:  # fmt: skip
+    def standard_normal(
+        self,
+        size=None,
+        dtype=np.float64,
+        *,
+        dist=None,
+        grid=None,
+        backend: Backend | None = None,
+        **options,
+    ) -> DistributedArray:
         """Standard normal floats (Box-Muller on two independent streams).
 
         Parameters
@@ -246,8 +280,17 @@ class Generator:
         return self._draw(size, dist, grid, backend, options, 2, _box_muller, dtype)
 
     @collective
-    def normal(self, loc=0.0, scale=1.0, size=None, *, dist=None, grid=None,
-               backend: Backend | None = None, **options) -> DistributedArray:  # fmt: skip
+    def normal(
+        self,
+        loc=0.0,
+        scale=1.0,
+        size=None,
+        *,
+        dist=None,
+        grid=None,
+        backend: Backend | None = None,
+        **options,
+    ) -> DistributedArray:
         """Normal floats: ``loc + scale * standard_normal(size)``.
 
         Parameters
@@ -273,9 +316,19 @@ class Generator:
         return z * scale + loc
 
     @collective
-    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint: bool = False, *,
-                 dist=None, grid=None, backend: Backend | None = None,
-                 **options) -> DistributedArray:  # fmt: skip
+    def integers(
+        self,
+        low,
+        high=None,
+        size=None,
+        dtype=np.int64,
+        endpoint: bool = False,
+        *,
+        dist=None,
+        grid=None,
+        backend: Backend | None = None,
+        **options,
+    ) -> DistributedArray:
         """Uniform integers in [low, high) (or [low, high] with ``endpoint=True``).
 
         Parameters

@@ -75,7 +75,6 @@ __all__ = [
 ]
 
 
-
 # -- ufunc.reduce ----------------------------------------------------------------------------------
 def _ufunc_spec(ufunc, axes, full, dtype, local_initial, maskable, res_dtype):
     ax = None if full else axes

@@ -219,8 +219,9 @@ def _take_local(block: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarr
     return block[(slice(None),) * axis + (simplify_index(positions),)]
 
 
-def take(x: DistributedArray, indexers: dict, target: Distribution, fills: dict | None = None,
-         dtype=None) -> DistributedArray:  # fmt: skip
+def take(
+    x: DistributedArray, indexers: dict, target: Distribution, fills: dict | None = None, dtype=None
+) -> DistributedArray:
     """Pick elements along axes, repeats allowed, and lay the result out by `target`.
 
     Along each axis ``k`` in `indexers`, result index ``o`` holds ``x``'s
@@ -523,8 +524,9 @@ def reshape(a, /, shape, order="C", *, copy=None):
     if x.ndim and new_shape:
         local = _local_reshape(x.distribution, new_shape)
         if local is not None:
-            blocks = {r: np.reshape(b, local.local_shape(r), copy=copy)
-                      for r, b in x.locals.items()}  # fmt: skip
+            blocks = {
+                r: np.reshape(b, local.local_shape(r), copy=copy) for r, b in x.locals.items()
+            }
             return new_array(local, blocks, x.backend, x.dtype)
     if copy is False:
         raise ValueError(

@@ -38,13 +38,16 @@ def _order(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def _check(kind, order, stable) -> None:
     if kind is not None and stable is not None:
-        raise ValueError("`kind` and keyword parameters can't be provided at the same time. "
-                         "Use only one of them.")  # fmt: skip
+        raise ValueError(
+            "`kind` and keyword parameters can't be provided at the same time. "
+            "Use only one of them."
+        )
     if kind not in _KINDS:
         raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
     if order is not None:
-        raise NotImplementedError("sorting structured arrays by field (order=) is not "
-                                  "implemented for DistributedArray")  # fmt: skip
+        raise NotImplementedError(
+            "sorting structured arrays by field (order=) is not implemented for DistributedArray"
+        )
 
 
 def _buckets(values, keys, split_values, split_keys) -> np.ndarray:
@@ -73,10 +76,14 @@ def _sample_sort(x: DistributedArray, want_indices: bool) -> DistributedArray:
         keys = dist.owned_indices(r)[0]
         o = _order(values, keys)
         mine[r] = (values[o], keys[o])
-    samples = backend.allgather({
-        r: (v[(np.arange(1, P) * v.size) // P], k[(np.arange(1, P) * v.size) // P])
-        if v.size else (v[:0], k[:0]) for r, (v, k) in mine.items()
-    })  # fmt: skip
+    samples = backend.allgather(
+        {
+            r: (v[(np.arange(1, P) * v.size) // P], k[(np.arange(1, P) * v.size) // P])
+            if v.size
+            else (v[:0], k[:0])
+            for r, (v, k) in mine.items()
+        }
+    )
     sample_values = np.concatenate([s[0] for s in samples])
     sample_keys = np.concatenate([s[1] for s in samples])
     o = _order(sample_values, sample_keys)
@@ -89,9 +96,11 @@ def _sample_sort(x: DistributedArray, want_indices: bool) -> DistributedArray:
     starts = np.concatenate(([0], np.cumsum(table.sum(axis=0))))
     offsets = starts[:-1][None, :] + np.cumsum(table, axis=0) - table  # where each run lands
     positions = [
-        np.concatenate([np.arange(offsets[s, b], offsets[s, b] + table[s, b]) for b in range(P)])
-        .astype(np.intp) for s in range(P)
-    ]  # fmt: skip
+        np.concatenate(
+            [np.arange(offsets[s, b], offsets[s, b] + table[s, b]) for b in range(P)]
+        ).astype(np.intp)
+        for s in range(P)
+    ]
     source = Distribution([UnstructuredMap(n, positions, True)])
     buckets = Distribution([BlockMap(n, starts)])
     plan = exchange_plan(source, buckets, ranks)
@@ -117,8 +126,11 @@ def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
     # orders NumPy's unstable kinds may give; `kind` is validated and otherwise ignored.
     clean = clean_distribution(a.distribution)
     x = a if clean == a.distribution else a.redistribute(clean)
-    local = (lambda b: np.argsort(b, axis=axis, kind="stable")) if want_indices else \
-        (lambda b: np.sort(b, axis=axis, kind="stable"))  # fmt: skip
+    local = (
+        (lambda b: np.argsort(b, axis=axis, kind="stable"))
+        if want_indices
+        else (lambda b: np.sort(b, axis=axis, kind="stable"))
+    )
     dtype = np.dtype(np.intp) if want_indices else x.dtype
     if x.size == 0 or _is_trivial(x.distribution.maps[axis]):
         blocks = {r: local(b) for r, b in x.locals.items()}
@@ -187,11 +199,15 @@ def searchsorted(a, v, side="left", sorter=None):
     if side not in ("left", "right"):
         raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
     if sorter is not None:
-        raise NotImplementedError("searchsorted with sorter= is not implemented for "
-                                  "DistributedArray: sort the array first")  # fmt: skip
+        raise NotImplementedError(
+            "searchsorted with sorter= is not implemented for "
+            "DistributedArray: sort the array first"
+        )
     if not isinstance(a, DistributedArray):
-        raise NotImplementedError("searchsorted into a NumPy array with a distributed v is "
-                                  "not implemented: gather v explicitly")  # fmt: skip
+        raise NotImplementedError(
+            "searchsorted into a NumPy array with a distributed v is "
+            "not implemented: gather v explicitly"
+        )
     if a.ndim != 1:
         raise ValueError("object too deep for desired array")
     if isinstance(v, DistributedArray):

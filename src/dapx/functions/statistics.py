@@ -494,9 +494,7 @@ def average(
         w = weights
         if isinstance(w, DistributedArray):
             w = w.locals[a.backend.local_ranks[0]]
-        pairs = {
-            r: np.average(b, axis=axis, weights=w, returned=True) for r, b in a.locals.items()
-        }
+        pairs = {r: np.average(b, axis=axis, weights=w, returned=True) for r, b in a.locals.items()}
         avg = new_array(SCALAR, {r: np.asarray(p[0]) for r, p in pairs.items()}, a.backend)
         scl = new_array(SCALAR, {r: np.asarray(p[1]) for r, p in pairs.items()}, a.backend)
         return (avg, scl) if returned else avg

@@ -57,8 +57,11 @@ def _extended_map(n: int, out_bounds: np.ndarray, lo: int, hi: int) -> Map:
     ranges = []
     for c in range(out_bounds.size - 1):
         s, e = int(out_bounds[c]), int(out_bounds[c + 1])
-        ranges.append(np.arange(max(s - lo, 0), min(e + hi, n), dtype=np.intp) if e > s
-                      else np.empty(0, np.intp))  # fmt: skip
+        ranges.append(
+            np.arange(max(s - lo, 0), min(e + hi, n), dtype=np.intp)
+            if e > s
+            else np.empty(0, np.intp)
+        )
     return UnstructuredMap(n, ranges)
 
 
@@ -132,8 +135,9 @@ def _through_halos(x: DistributedArray, spans: dict, target: Distribution):
         if w:
             m = maps[axis]
             try:
-                maps[axis] = BlockMap(m.size, m.bounds, padding=np.full((m.nprocs, 2), w),
-                                      ghost_edges=True)  # fmt: skip
+                maps[axis] = BlockMap(
+                    m.size, m.bounds, padding=np.full((m.nprocs, 2), w), ghost_edges=True
+                )
             except DAPError:  # a neighbour's block is narrower than the halo
                 return None
     padded_dist = Distribution(maps, dist.grid)
@@ -190,8 +194,7 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
     >>> w.sum(axis=-1).gather()
     array([ 3.,  6.,  9., 12.])
     """
-    window_shape = (tuple(window_shape) if isinstance(window_shape, Iterable)
-                    else (window_shape,))  # fmt: skip
+    window_shape = tuple(window_shape) if isinstance(window_shape, Iterable) else (window_shape,)
     # NumPy's own checks and result shape, on a stand-in that holds no data.
     dummy = np.broadcast_to(np.empty((), np.int8), x.shape)
     shape = _np_sliding_window_view(dummy, window_shape, axis).shape
@@ -222,8 +225,9 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
     for r, block in blocks.items():
         local_shape = dist.local_shape(r)
         if math.prod(local_shape):
-            views[r] = _np_sliding_window_view(block, window_shape, axes, subok=subok,
-                                               writeable=writeable)  # fmt: skip
+            views[r] = _np_sliding_window_view(
+                block, window_shape, axes, subok=subok, writeable=writeable
+            )
         else:  # an empty output block: its extended block may be too short for a window
             views[r] = np.empty(local_shape, x.dtype)
     return new_array(dist, views, backend, x.dtype)
@@ -294,8 +298,11 @@ def _gradient_block(f, out, axis, ax_dx, s, g0, n, edge_order, coefficients) -> 
             shape = [1] * ndim
             shape[axis] = -1
             a, b, c = (v[i0 - 1 : i1 - 1].reshape(shape) for v in coefficients)
-            out[at(i0, i1, s)] = (a * f[at(i0 - 1, i1 - 1, g0)] + b * f[at(i0, i1, g0)]
-                                  + c * f[at(i0 + 1, i1 + 1, g0)])  # fmt: skip
+            out[at(i0, i1, s)] = (
+                a * f[at(i0 - 1, i1 - 1, g0)]
+                + b * f[at(i0, i1, g0)]
+                + c * f[at(i0 + 1, i1 + 1, g0)]
+            )
     first, last = (s == 0 < e), (s < e == n)
     if edge_order == 1:
         if first:
@@ -322,8 +329,9 @@ def _gradient_block(f, out, axis, ax_dx, s, g0, n, edge_order, coefficients) -> 
             a = dx2 / (dx1 * (dx1 + dx2))
             b = -(dx2 + dx1) / (dx1 * dx2)
             c = (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2))
-        out[at(n - 1, n, s)] = (a * f[at(n - 3, n - 2, g0)] + b * f[at(n - 2, n - 1, g0)]
-                                + c * f[at(n - 1, n, g0)])  # fmt: skip
+        out[at(n - 1, n, s)] = (
+            a * f[at(n - 3, n - 2, g0)] + b * f[at(n - 2, n - 1, g0)] + c * f[at(n - 1, n, g0)]
+        )
 
 
 @implements(np.gradient)
@@ -381,8 +389,11 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         coefficients = None
         if np.ndim(ax_dx):
             dx1, dx2 = ax_dx[0:-1], ax_dx[1:]
-            coefficients = (-(dx2) / (dx1 * (dx1 + dx2)), (dx2 - dx1) / (dx1 * dx2),
-                            dx1 / (dx2 * (dx1 + dx2)))  # fmt: skip
+            coefficients = (
+                -(dx2) / (dx1 * (dx1 + dx2)),
+                (dx2 - dx1) / (dx1 * dx2),
+                dx1 / (dx2 * (dx1 + dx2)),
+            )
         bounds = _block_bounds(f.distribution.maps[ax])
         blocks, ext = extended_blocks(f, {ax: (bounds, reach, reach)})
         maps = [_clean_map(m) for m in f.distribution.maps]
@@ -396,8 +407,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
             c = dist.coords(r)[ax]
             starts = ext.maps[ax].global_indices(ext.coords(r)[ax])
             g0 = int(starts[0]) if starts.size else 0
-            _gradient_block(block, out, ax, ax_dx, int(bounds[c]), g0, n, edge_order,
-                            coefficients)  # fmt: skip
+            _gradient_block(block, out, ax, ax_dx, int(bounds[c]), g0, n, edge_order, coefficients)
             outs[r] = out
         results.append(new_array(dist, outs, f.backend, otype))
     return results[0] if len(axes) == 1 else tuple(results)

@@ -66,8 +66,14 @@ def partitioned_futures(a) -> dict:
     for r in range(dist.nranks):
         pos = tuple(int(c) for c in dist.coords(r))
         worker = backend.workers[r]
-        future = client.submit(_owned_block, backend.actors[r], a.remote_id, workers=[worker],
-                               allow_other_workers=False, pure=False)  # fmt: skip
+        future = client.submit(
+            _owned_block,
+            backend.actors[r],
+            a.remote_id,
+            workers=[worker],
+            allow_other_workers=False,
+            pure=False,
+        )
         partitions[pos] = {
             "start": tuple(b[c] for b, c in zip(bounds, pos)),
             "shape": tuple(b[c + 1] - b[c] for b, c in zip(bounds, pos)),

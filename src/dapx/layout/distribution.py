@@ -186,9 +186,7 @@ class Distribution:
             for i, s in enumerate(specs)
         ]
         grid_shape = resolve_grid(parsed, grid, nranks, shape)
-        maps = tuple(
-            build_map(p, int(shape[i]), grid_shape[i], i) for i, p in enumerate(parsed)
-        )
+        maps = tuple(build_map(p, int(shape[i]), grid_shape[i], i) for i, p in enumerate(parsed))
         return cls(maps, grid_shape)
 
     @classmethod

@@ -16,8 +16,7 @@ import numpy as np
 
 from .checks import as_int, per_dim
 
-__all__ = [
-    "Cartesian","ProcessGrid", "default_grid", "dims_create"]
+__all__ = ["Cartesian", "ProcessGrid", "default_grid", "dims_create"]
 
 
 class ProcessGrid:

@@ -271,9 +271,7 @@ def _normalize_block(d, length, size, P, r, minor, fail):
             "stop",
         )
     if lo + hi > stop - start:
-        raise fail(
-            f"padding {padding} is wider than the local extent ({stop - start})", "padding"
-        )
+        raise fail(f"padding {padding} is wider than the local extent ({stop - start})", "padding")
     return _block_dict(size, P, r, start, stop, padding, periodic)
 
 
@@ -306,8 +304,9 @@ def _normalize_cyclic(d, length, size, P, r, fail):
 
 def _normalize_unstructured(d, length, size, P, r, fail):
     try:
-        indices = np.asarray(memoryview(d["indices"]) if not isinstance(
-            d["indices"], np.ndarray) else d["indices"])
+        indices = np.asarray(
+            memoryview(d["indices"]) if not isinstance(d["indices"], np.ndarray) else d["indices"]
+        )
     except TypeError:
         raise fail(
             f"must be a buffer of integers, got {type(d['indices']).__name__}", "indices"
@@ -320,9 +319,7 @@ def _normalize_unstructured(d, length, size, P, r, fail):
             "indices",
         )
     if indices.size != length:
-        raise fail(
-            f"lists {indices.size} indices but the buffer's length is {length}", "indices"
-        )
+        raise fail(f"lists {indices.size} indices but the buffer's length is {length}", "indices")
     out = (indices < -size) | (indices >= size)
     if out.any():
         raise fail(f"index {int(indices[out][0])} is outside a dimension of size {size}", "indices")

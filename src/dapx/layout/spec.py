@@ -28,10 +28,27 @@ if TYPE_CHECKING:
 __all__ = ["by_axis", "with_halo"]
 
 
-_DIST_NAMES = {"b": "b", "block": "b", "c": "c", "cyclic": "c", "u": "u",
-               "unstructured": "u", "n": "n", None: "n"}  # fmt: skip
-_SPEC_KEYS = {"dist", "dist_type", "bounds", "block_size", "indices", "one_to_one",
-              "padding", "periodic", "halo"}  # fmt: skip
+_DIST_NAMES = {
+    "b": "b",
+    "block": "b",
+    "c": "c",
+    "cyclic": "c",
+    "u": "u",
+    "unstructured": "u",
+    "n": "n",
+    None: "n",
+}
+_SPEC_KEYS = {
+    "dist",
+    "dist_type",
+    "bounds",
+    "block_size",
+    "indices",
+    "one_to_one",
+    "padding",
+    "periodic",
+    "halo",
+}
 
 
 def per_dim_spec(dist, ndim):
@@ -134,8 +151,12 @@ def parse_spec(spec, dim, block_size, padding, periodic, halo=None):
             f"dimension {dim}: unknown distribution {kind!r}; use 'b', 'c', 'u' or 'n'/None"
         )
     kind = _DIST_NAMES[kind]
-    for key, value in (("block_size", block_size), ("padding", padding), ("periodic", periodic),
-                       ("halo", halo)):  # fmt: skip
+    for key, value in (
+        ("block_size", block_size),
+        ("padding", padding),
+        ("periodic", periodic),
+        ("halo", halo),
+    ):
         if value is not None and key not in options:
             options[key] = value
     options["halo"] = halo_pair(options.get("halo"), dim)
@@ -211,9 +232,7 @@ def build_map(parsed, size, nprocs, dim):
             bounds = even_bounds(size, nprocs) if bounds is None else np.asarray(bounds)
             halo = options.get("halo")
             padding = options.get("padding") if halo is None else halo
-            if halo is not None and halo[0] != halo[1] and (
-                nprocs > 1 or options.get("periodic")
-            ):
+            if halo is not None and halo[0] != halo[1] and (nprocs > 1 or options.get("periodic")):
                 raise DAPError(
                     f"the halo {halo} is asymmetric, which the DAP allows only on an "
                     "undistributed, non-periodic dimension (the high halo of each rank is "
@@ -278,8 +297,16 @@ def with_halo(dist: Distribution, halo, periodic) -> Distribution:
             )
         padding = np.tile(np.array([lo, hi], np.intp), (m.nprocs, 1))
         try:
-            maps.append(BlockMap(m.size, m.bounds if block else None, nprocs=m.nprocs,
-                                 padding=padding, periodic=p, ghost_edges=True))  # fmt: skip
+            maps.append(
+                BlockMap(
+                    m.size,
+                    m.bounds if block else None,
+                    nprocs=m.nprocs,
+                    padding=padding,
+                    periodic=p,
+                    ghost_edges=True,
+                )
+            )
         except DAPError as e:
             raise DAPError(f"dim {k}: {e}") from None
     return type(dist)(maps, dist.grid)

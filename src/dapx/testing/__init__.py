@@ -41,8 +41,15 @@ def _default_rtol(dtype: np.dtype) -> float:
     return {2: 1e-3, 4: 1e-5}.get(component, 1e-12)
 
 
-def assert_eq(distributed, expected, *, rtol: float | None = None, atol: float = 0,
-              check_dtype: bool = True, err_msg: str = "") -> None:  # fmt: skip
+def assert_eq(
+    distributed,
+    expected,
+    *,
+    rtol: float | None = None,
+    atol: float = 0,
+    check_dtype: bool = True,
+    err_msg: str = "",
+) -> None:
     """Assert that a DistributedArray equals a NumPy array in shape, dtype and values.
 
     The distributed array is gathered explicitly (`DistributedArray.gather`),
@@ -294,15 +301,17 @@ def _maps(size: int, nprocs: int, dist_types: tuple[str, ...]):
         if kind == "b":
             if draw(st.booleans()):
                 return BlockMap(size, even_bounds(size, nprocs), nprocs=nprocs)
-            cuts = sorted(draw(st.lists(st.integers(0, size), min_size=nprocs - 1,
-                                        max_size=nprocs - 1)))  # fmt: skip
+            cuts = sorted(
+                draw(st.lists(st.integers(0, size), min_size=nprocs - 1, max_size=nprocs - 1))
+            )
             return BlockMap(size, np.array([0, *cuts, size]), nprocs=nprocs)
         if kind == "c":
             largest = max(1, math.ceil(size / nprocs))
             return CyclicMap(size, nprocs, draw(st.integers(1, largest)))
         order = draw(st.permutations(range(size)))
-        cuts = sorted(draw(st.lists(st.integers(0, size), min_size=nprocs - 1,
-                                    max_size=nprocs - 1)))  # fmt: skip
+        cuts = sorted(
+            draw(st.lists(st.integers(0, size), min_size=nprocs - 1, max_size=nprocs - 1))
+        )
         bounds = [0, *cuts, size]
         parts = [np.array(order[bounds[k] : bounds[k + 1]], dtype=np.intp) for k in range(nprocs)]
         return UnstructuredMap(size, parts, one_to_one=True)
@@ -326,8 +335,13 @@ def _elements(dtype: np.dtype):
     raise ValueError(f"distributed_arrays: unsupported dtype {dtype}")
 
 
-def distributed_arrays(backend, dtype: Any = np.float64, shape=None,
-                       dist_types: Sequence[str] = ("b", "c", "u"), elements=None):  # fmt: skip
+def distributed_arrays(
+    backend,
+    dtype: Any = np.float64,
+    shape=None,
+    dist_types: Sequence[str] = ("b", "c", "u"),
+    elements=None,
+):
     """A hypothesis strategy of ``(DistributedArray, numpy original)`` pairs.
 
     Parameters

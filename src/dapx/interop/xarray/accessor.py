@@ -145,9 +145,14 @@ class DataArrayAccessor(_Accessor):
         halo = per_dim_name(halo, obj.dims, "halo")
         kinds, sizes = resolve_layout(obj.dims, obj.shape, layout, dist, backend.nranks, halo)
         return distribute_array(
-            obj, obj.dims, kinds, sizes, halo,
-            per_dim_name(periodic, obj.dims, "periodic"), backend,
-        )  # fmt: skip
+            obj,
+            obj.dims,
+            kinds,
+            sizes,
+            halo,
+            per_dim_name(periodic, obj.dims, "periodic"),
+            backend,
+        )
 
     def gather(self) -> xr.DataArray:
         """The NumPy-backed DataArray, identical to the one that was distributed.
@@ -186,9 +191,13 @@ class DataArrayAccessor(_Accessor):
         >>> d.dap.dist, d.dap.local(0).values
         ({'x': 'c'}, array([0., 2., 4., 6.]))
         """
-        return redistribute_array(self._obj, by_name(layout, layout_kwargs, "layout"), dist,
-                                   per_dim_name(halo, self._obj.dims, "halo"),
-                                   per_dim_name(periodic, self._obj.dims, "periodic"))  # fmt: skip
+        return redistribute_array(
+            self._obj,
+            by_name(layout, layout_kwargs, "layout"),
+            dist,
+            per_dim_name(halo, self._obj.dims, "halo"),
+            per_dim_name(periodic, self._obj.dims, "periodic"),
+        )
 
     # -- the layout by dimension name ---------------------------------------------------------
     @property
@@ -327,8 +336,11 @@ class DatasetAccessor(_Accessor):
     __slots__ = ()
 
     def _distributed(self) -> dict:
-        return {n: v for n, v in self._obj.data_vars.items()
-                if isinstance(v.variable._data, DistributedArray)}  # fmt: skip
+        return {
+            n: v
+            for n, v in self._obj.data_vars.items()
+            if isinstance(v.variable._data, DistributedArray)
+        }
 
     def _each(self, func: Callable) -> xr.Dataset:
         out = self._obj.copy(deep=False)
@@ -381,10 +393,14 @@ class DatasetAccessor(_Accessor):
                 continue
             vdims = var.dims
             out[name] = distribute_array(
-                var, vdims, [kind_of[d] for d in vdims], [size_of[d] for d in vdims],
+                var,
+                vdims,
+                [kind_of[d] for d in vdims],
+                [size_of[d] for d in vdims],
                 {d: h for d, h in halo.items() if d in vdims},
-                {d: p for d, p in periodic.items() if d in vdims}, backend,
-            )  # fmt: skip
+                {d: p for d, p in periodic.items() if d in vdims},
+                backend,
+            )
             count += 1
         if not count:
             raise ValueError(f"no data variable has all the dimensions {named}")
@@ -462,11 +478,15 @@ class DatasetAccessor(_Accessor):
 
     def update_halos(self, boundary=None) -> xr.Dataset:
         """Fill the halos of every distributed data variable (in place); returns the Dataset."""
-        check_names(boundary if isinstance(boundary, Mapping) else (), tuple(self._obj.sizes),
-                     "boundary")  # fmt: skip
+        check_names(
+            boundary if isinstance(boundary, Mapping) else (), tuple(self._obj.sizes), "boundary"
+        )
         for var in self._distributed().values():
-            b = ({d: v for d, v in boundary.items() if d in var.dims}
-                 if isinstance(boundary, Mapping) else boundary)  # fmt: skip
+            b = (
+                {d: v for d, v in boundary.items() if d in var.dims}
+                if isinstance(boundary, Mapping)
+                else boundary
+            )
             var.dap.update_halos(boundary=b)
         return self._obj
 
@@ -475,18 +495,25 @@ class DatasetAccessor(_Accessor):
         """The Dataset with every distributed variable's halo dropped (views)."""
         return self._each(lambda var: var.dap.interior)
 
-    def map_overlap(self, func: Callable, depth, boundary=None, dtype=None,
-                    **kwargs) -> xr.Dataset:  # fmt: skip
+    def map_overlap(self, func: Callable, depth, boundary=None, dtype=None, **kwargs) -> xr.Dataset:
         """`DataArrayAccessor.map_overlap` on every distributed data variable."""
         dims = tuple(self._obj.sizes)
         depth = per_dim_name(depth, dims, "depth")
         check_names(boundary if isinstance(boundary, Mapping) else (), dims, "boundary")
 
         def one(var):
-            b = ({d: v for d, v in boundary.items() if d in var.dims}
-                 if isinstance(boundary, Mapping) else boundary)  # fmt: skip
-            return var.dap.map_overlap(func, {d: n for d, n in depth.items() if d in var.dims},
-                                       boundary=b, dtype=dtype, **kwargs)  # fmt: skip
+            b = (
+                {d: v for d, v in boundary.items() if d in var.dims}
+                if isinstance(boundary, Mapping)
+                else boundary
+            )
+            return var.dap.map_overlap(
+                func,
+                {d: n for d, n in depth.items() if d in var.dims},
+                boundary=b,
+                dtype=dtype,
+                **kwargs,
+            )
 
         return self._each(one)
 
@@ -508,6 +535,8 @@ class DatasetAccessor(_Accessor):
         return {name: var.dap.distarray(rank) for name, var in self._distributed().items()}
 
     def _repr_html_(self) -> str:
-        parts = [f"<h4>{html.escape(str(name))}</h4>{var.dap._repr_html_()}"
-                 for name, var in self._distributed().items()]  # fmt: skip
+        parts = [
+            f"<h4>{html.escape(str(name))}</h4>{var.dap._repr_html_()}"
+            for name, var in self._distributed().items()
+        ]
         return "<div>" + "".join(parts) + "</div>" if parts else "<pre>not distributed</pre>"

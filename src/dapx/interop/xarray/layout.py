@@ -115,8 +115,11 @@ def _exact_spec(m: Map) -> dict:
     if isinstance(m, CyclicMap):
         return {"dist": "c", "block_size": m.block_size}
     if isinstance(m, UnstructuredMap):
-        return {"dist": "u", "indices": [m.indices(c) for c in range(m.nprocs)],
-                "one_to_one": m.one_to_one}  # fmt: skip
+        return {
+            "dist": "u",
+            "indices": [m.indices(c) for c in range(m.nprocs)],
+            "one_to_one": m.one_to_one,
+        }
     raise TypeError(f"unknown map type {type(m).__name__}")
 
 
@@ -275,8 +278,9 @@ def _coord_take(values: np.ndarray, positions: list, extrapolate: bool) -> np.nd
     """
     clipped = [np.clip(p, 0, max(n - 1, 0)) for p, n in zip(positions, values.shape)]
     out = values[np.ix_(*clipped)] if clipped else values
-    if not (extrapolate and values.ndim == 1 and values.size >= 2
-            and values.dtype.kind in "iufcmM"):  # fmt: skip
+    if not (
+        extrapolate and values.ndim == 1 and values.size >= 2 and values.dtype.kind in "iufcmM"
+    ):
         return out
     p, n = positions[0], values.size
     out = out.copy()

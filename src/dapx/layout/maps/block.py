@@ -77,8 +77,9 @@ class BlockMap(Map):
     __slots__ = ("_bounds", "_ghost_edges", "_padding", "_periodic")
     dist_type = "b"
 
-    def __init__(self, size, bounds=None, *, nprocs=None, padding=None, periodic=False,
-                 ghost_edges=False):  # fmt: skip
+    def __init__(
+        self, size, bounds=None, *, nprocs=None, padding=None, periodic=False, ghost_edges=False
+    ):
         if bounds is None:
             if nprocs is None:
                 raise TypeError("BlockMap needs bounds or nprocs")
@@ -308,8 +309,9 @@ class BlockMap(Map):
         lo, hi = self._edge_widths()
         bounds = self._bounds + lo
         bounds[0], bounds[-1] = 0, self._size + lo + hi
-        return BlockMap(self._size + lo + hi, bounds, padding=self._padding,
-                        periodic=self._periodic)  # fmt: skip
+        return BlockMap(
+            self._size + lo + hi, bounds, padding=self._padding, periodic=self._periodic
+        )
 
     def as_halo(self) -> BlockMap:
         """The map with dapx halo semantics (``ghost_edges``) and the same dictionaries.
@@ -327,8 +329,9 @@ class BlockMap(Map):
         bounds = self._bounds - lo
         bounds[0], bounds[-1] = 0, size
         try:
-            return BlockMap(size, bounds, padding=self._padding, periodic=self._periodic,
-                            ghost_edges=True)  # fmt: skip
+            return BlockMap(
+                size, bounds, padding=self._padding, periodic=self._periodic, ghost_edges=True
+            )
         except DAPError as e:
             raise dap_error(
                 f"the boundary padding ({lo}, {hi}) cannot be read as a halo: {e}",
@@ -358,15 +361,20 @@ class BlockMap(Map):
             bounds[r + 1] = owned_stop
         if bounds[-1] != size:
             raise dap_error(
-                f"the blocks end at {int(bounds[-1])} but size is {size}: "
-                "blocks must tile 0..size",
+                f"the blocks end at {int(bounds[-1])} but size is {size}: blocks must tile 0..size",
                 key="stop",
             )
         return cls(size, bounds, padding=padding, periodic=periodic)
 
     def _key(self):
-        return ("b", self._size, self._bounds.tobytes(), self._padding.tobytes(), self._periodic,
-                self._ghost_edges)  # fmt: skip
+        return (
+            "b",
+            self._size,
+            self._bounds.tobytes(),
+            self._padding.tobytes(),
+            self._periodic,
+            self._ghost_edges,
+        )
 
     def __repr__(self):
         extra = ""
@@ -379,8 +387,13 @@ class BlockMap(Map):
         return f"BlockMap(size={self._size}, bounds={self._bounds.tolist()}{extra})"
 
     def __reduce__(self):
-        return _rebuild_block, (self._size, self._bounds, self._padding, self._periodic,
-                                self._ghost_edges)  # fmt: skip
+        return _rebuild_block, (
+            self._size,
+            self._bounds,
+            self._padding,
+            self._periodic,
+            self._ghost_edges,
+        )
 
 
 def _rebuild_block(size, bounds, padding, periodic, ghost_edges=False):

@@ -64,9 +64,7 @@ class UnstructuredMap(Map):
                 )
             n = np.where(a < 0, a + self._size, a)
             if np.unique(n).size != n.size:
-                raise dap_error(
-                    f"indices of grid rank {r} are not locally unique", key="indices"
-                )
+                raise dap_error(f"indices of grid rank {r} are not locally unique", key="indices")
             raw.append(a)
             norm.append(_readonly(n))
         object.__setattr__(self, "_indices", tuple(raw))
