@@ -431,8 +431,7 @@ def test_cyclic_block_size_below_one(block_size):
     [
         (6, 2, 1, 1, 0, 1),  # cyclic: grid rank r starts at r
         (9, 2, 1, 2, 1, 2),  # block-cyclic: grid rank r starts at r * block_size
-        (1, 2, 1, 1, 2, 1),  # an empty grid rank starts at size
-        (1, 2, 1, 1, 0, 1),
+        (1, 2, 1, 1, 0, 1),  # an empty grid rank starts at size (or past it: see below)
     ],
 )
 def test_cyclic_start_wrong_for_grid_rank(size, P, r, block_size, start, expected):
@@ -799,10 +798,11 @@ def test_block_size_differs_along_grid_axis():
 
 
 def test_start_differs_for_same_grid_rank():
-    # Grid (1, 2): dim 0 is undistributed yet the two ranks disagree on its start/stop.
+    # Grid (1, 2): dim 0 is undistributed yet the two ranks disagree on it. (Each dict must
+    # be valid alone: a grid rank 0 that starts at 1 is rejected before any comparison.)
     dbs = [
         dist(block(4, 0, 3), cyclic(4, 0, P=2, r=0)),
-        dist(block(4, 1, 4), cyclic(4, 1, P=2, r=1)),
+        dist(block(4, 0, 4), cyclic(4, 1, P=2, r=1)),
     ]
     invalid_ranks(
         dbs,
@@ -948,3 +948,69 @@ def test_matching_communication_padding_accepted():
     d = Distribution.from_distbuffers(dbs)
     assert d.dim_data(1)[0]["start"] == 2
     assert d.owned_indices(1)[0].tolist() == [3, 4, 5, 6]
+
+
+@pytest.mark.parametrize(("size", "P", "block_size"), [(9, 4, 5), (1, 2, 1), (10, 6, 3), (0, 3, 2)])
+def test_empty_cyclic_sections_import_any_start_past_the_end_and_export_size(size, P, block_size):
+    # DAP 0.10: "an empty buffer is implied by start == size"; the natural formula
+    # start = grid_rank * block_size gives start > size for trailing empty ranks (size 9,
+    # block_size 5, 4 ranks: ranks 2 and 3). dapx reads both and writes start == size.
+    m = dapx.CyclicMap(size, P, block_size=block_size)
+    empty = [r for r in range(P) if m.local_length(r) == 0]
+    assert empty
+    for r in empty:
+        assert m.dim_dict(r)["start"] == size
+        for start in {size, r * block_size, r * block_size + 7}:
+            d = cyclic(size, start, P=P, r=r, block_size=block_size)
+            got = validate_distbuffer(dist(d, shape=(0,)))
+            assert got.dim_data[0]["start"] == size
+    dicts = [
+        {
+            "__version__": "0.10.0",
+            "buffer": np.zeros(m.local_length(r)),
+            "dim_data": ({**m.dim_dict(r), "start": max(r * block_size, m.dim_dict(r)["start"])},),
+        }
+        for r in range(P)
+    ]
+    assert dapx.Distribution.from_distbuffers(dicts).maps[0] == m
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_the_first_block_starts_at_zero(P):
+    # Grid rank 0 owns the first block, which starts at 0 (its start is lower only by
+    # communication padding): a first rank starting at 1 leaves index 0 to nobody.
+    first = {
+        "dist_type": "b",
+        "size": 6,
+        "proc_grid_size": P,
+        "proc_grid_rank": 0,
+        "start": 1,
+        "stop": 3,
+    }
+    with pytest.raises(dapx.DAPError, match="key 'start': grid rank 0 owns the first block"):
+        validate_distbuffer({"__version__": "0.10.0", "buffer": np.zeros(2), "dim_data": (first,)})
+    # Boundary padding sits inside the domain: rank 0 still starts at 0.
+    padded = {**first, "start": 0, "stop": 3, "padding": (1, 0)}
+    validate_distbuffer({"__version__": "0.10.0", "buffer": np.zeros(3), "dim_data": (padded,)})
+
+
+@pytest.mark.parametrize("halo", [1, 2])
+def test_periodic_padding_on_one_process_round_trips(halo):
+    # DAP 0.10: "Block-distributed dimensions with proc_grid_size == 1 and with the periodic
+    # and padding keys present are valid ... periodic on one processor".
+    backend = dapx.simulated(1)
+    x = np.arange(7.0)
+    a = dapx.asarray(x, halo=halo, periodic=True, backend=backend)
+    exported = a.distarray(0)
+    (d,) = exported["dim_data"]
+    assert (d["proc_grid_size"], d["periodic"], d["padding"]) == (1, True, (halo, halo))
+    assert (d["start"], d["stop"]) == (-halo, x.size + halo)
+    imported = dapx.Distribution.from_distbuffers([exported])
+    assert imported.global_shape == (7,) and imported.maps[0].periodic
+    b = dapx.from_distarray(exported, backend=backend)
+    assert b.distribution == a.distribution
+    a.update_halos()
+    np.testing.assert_array_equal(a.local(0), np.pad(x, halo, mode="wrap"))
+    v09 = {**d, "start": 0, "stop": x.size}  # 0.9's start/stop bound the owned indices
+    again = {"__version__": "0.9.0", "buffer": a.local(0), "dim_data": (v09,)}
+    assert dapx.Distribution.from_distbuffers([again]) == imported

@@ -270,6 +270,12 @@ def _normalize_block(d, length, size, P, r, minor, fail):
             f"length in this dimension ({length})",
             "stop",
         )
+    if r == 0 and owned_start != 0:
+        raise fail(
+            f"grid rank 0 owns the first block, which starts at index 0; start {start} with "
+            f"communication padding {comm_lo_w} puts it at {owned_start}, leaving a gap",
+            "start",
+        )
     if lo + hi > stop - start:
         raise fail(f"padding {padding} is wider than the local extent ({stop - start})", "padding")
     return _block_dict(size, P, r, start, stop, padding, periodic)
@@ -279,6 +285,10 @@ def _normalize_cyclic(d, length, size, P, r, fail):
     block_size = _int(d.get("block_size", 1), "block_size", fail, minimum=1)
     start = _int(d["start"], "start", fail, minimum=0)
     expected = min(r * block_size, size)
+    # Note: an empty section is "start == size" in 0.10; the natural r * block_size (past the
+    # end) says the same and is accepted, then normalised to size.
+    if expected == size and start >= size:
+        start = size
     if start != expected:
         raise fail(
             f"must be {expected} for grid rank {r} with block_size {block_size} "
