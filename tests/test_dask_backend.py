@@ -320,3 +320,35 @@ def test_array_suite_subset_on_the_dask_backend():
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     passed = int(re.findall(r"(\d+) passed", result.stdout)[-1])
     assert passed >= 300, result.stdout[-2000:]
+
+
+def test_a_lost_worker_raises_rank_error_naming_it():
+    import signal
+    import threading
+    import time
+
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as c,
+        distributed.Client(c) as client,
+    ):
+        backend = dapx.dask_backend(client)
+        a = dapx.arange(10.0, backend=backend)
+
+        def sleep_on_rank_1_then_exchange(a):
+            import time
+
+            import dapx
+
+            if dapx.get_backend().local_ranks == (1,):
+                time.sleep(60)
+            return a.redistribute("c")  # the other rank waits here for rank 1's pieces
+
+        victim = backend.workers[1]
+        pid = client.run(os.getpid)[victim]
+        threading.Timer(2.0, os.kill, (pid, signal.SIGKILL)).start()
+        start = time.monotonic()
+        with pytest.raises(dapx.RankError, match=rf"rank 1 failed: its dask worker {victim}"):
+            backend.call(sleep_on_rank_1_then_exchange, (a,))
+        assert time.monotonic() - start < 20
+        with pytest.raises(RuntimeError, match="lost a rank"):
+            a + 1

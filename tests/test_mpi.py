@@ -338,6 +338,41 @@ def test_failure_on_one_rank_raises_rank_error_everywhere(scenario):
     assert elapsed < 10 + 5  # 10 s for the failure, the rest for starting 3 interpreters
 
 
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_a_rank_failing_alone_says_why_before_the_job_aborts(debug):
+    # Rank 1 fails before any exchange; ranks 0 and 2 need none, finish and leave it alone in
+    # failure recovery. The job aborts, and rank 1's own error reaches stderr first.
+    start = time.monotonic()
+    result = _mpiexec(
+        3,
+        ["tests/mpi/failures.py", "outside_collective"],
+        timeout=60,
+        DAPX_FAILURE_TIMEOUT="3",
+        DAPX_DEBUG=debug,
+    )
+    elapsed = time.monotonic() - start
+    assert result.returncode != 0
+    assert _results(result.stdout) == {0: ("none", "-"), 2: ("none", "-")}, result.stdout
+    lines = result.stderr.splitlines()
+    cause = [line for line in lines if line.startswith("dapx: rank 1 failed: ValueError: shape")]
+    assert len(cause) == 1, result.stderr
+    aborting = next(i for i, line in enumerate(lines) if "did not join failure recovery" in line)
+    assert lines.index(cause[0]) < aborting
+    assert ("Traceback (most recent call last)" in result.stderr) == (debug == "1")
+    assert elapsed < 3 + 15  # the recovery deadline, then starting and ending 3 interpreters
+
+
+def test_a_rank_killed_in_a_collective_ends_the_job():
+    # SIGKILL on rank 1 while the others wait in a reduction: mpiexec (hydra) tears the job
+    # down; the survivors must not keep polling forever.
+    start = time.monotonic()
+    result = _mpiexec(3, ["tests/mpi/failures.py", "killed_in_collective"], timeout=60)
+    elapsed = time.monotonic() - start
+    assert result.returncode != 0
+    assert "RESULT 0 none" not in result.stdout and "RESULT 2 none" not in result.stdout
+    assert elapsed < 20, elapsed
+
+
 def test_debug_mode_reports_mismatched_collectives():
     result = _mpiexec(2, ["tests/mpi/failures.py", "debug_mismatch"], timeout=60, DAPX_DEBUG="1")
     results = _results(result.stdout)

@@ -34,6 +34,25 @@ def in_user_function(backend):
     return a.gather()
 
 
+def outside_collective(backend):
+    """Rank 1's operation fails before any exchange; the others need none and finish."""
+    a = dapx.arange(40.0, backend=backend)
+    b = np.ones(41) if backend.comm.rank == 1 else np.ones(40)
+    return a + b
+
+
+def killed_in_collective(backend):
+    """Rank 1 dies (SIGKILL) as the others enter a reduction and then an exchange."""
+    import os
+    import signal
+
+    a = dapx.arange(40.0, backend=backend)
+    if backend.comm.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    total = float(np.sum(a))
+    return a.redistribute("c").gather(), total
+
+
 def debug_mismatch(backend):
     """Under DAPX_DEBUG=1 ranks calling different collectives get a clear error."""
     a = dapx.arange(10.0, backend=backend)

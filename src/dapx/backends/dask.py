@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import functools
 import itertools
 import os
@@ -383,6 +384,7 @@ class DaskBackend(Backend):
         self._released: list[tuple[int, int]] = []
         self._handles: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._closed = False
+        self._broken: str | None = None
         atexit.register(self.close)
 
     # -- Backend core: the client holds no rank ------------------------------------------------
@@ -447,7 +449,7 @@ class DaskBackend(Backend):
         settings = _state_of(config)
         payload = _serialized(func, shipped_args, shipped_kwargs)  # once, for every rank
         calls = [a.run(step, payload, release, settings) for a in self.actors]
-        outcomes = [c.result() for c in calls]
+        outcomes = self._outcomes(step, calls)
         failed = [o for o in outcomes if o[0] == "failed"]
         if failed or any(o[0] == "other" for o in outcomes):
             self._discard([o[1] for o in outcomes if o[0] == "ok"])
@@ -499,9 +501,47 @@ class DaskBackend(Backend):
         self._check_open()
         return self.actors[rank].block(array_id, padded).result()
 
+    def _outcomes(self, step: int, calls: list) -> list:
+        """Every rank's outcome of `step`; RankError as soon as a rank's worker is lost.
+
+        The calls are awaited in turn, a short wait at a time, so that a lost worker is seen
+        even while other ranks still wait (forever) for its messages.
+        """
+        outcomes: list = [None] * len(calls)
+        pending = list(range(len(calls)))
+        while pending:
+            try:
+                outcomes[pending[0]] = calls[pending[0]].result(timeout=_POLL)
+                pending.pop(0)
+            except (TimeoutError, asyncio.TimeoutError):  # distinct types before Python 3.11
+                pass
+            except OSError as e:  # "Unable to contact Actor's worker": the process is gone
+                self._lost(step, pending[0], e)
+            for r in [r for r in pending[1:] if calls[r].done()]:
+                try:
+                    outcomes[r] = calls[r].result()
+                except OSError as e:
+                    self._lost(step, r, e)
+                pending.remove(r)
+        return outcomes
+
+    def _lost(self, step: int, rank: int, error: BaseException) -> None:
+        """Free the other ranks from `step`, retire this backend, raise RankError."""
+        message = f"its dask worker {self.workers[rank]} was lost ({type(error).__name__}: {error})"
+        for r, actor in enumerate(self.actors):
+            if r != rank:
+                # A rank waiting for the lost one's messages leaves the step (unless its
+                # worker is gone too).
+                with contextlib.suppress(Exception):
+                    actor.fail(step, rank, rank, message).result(timeout=5)
+        self._broken = f"rank {rank} {message}"
+        raise RankError(rank, message)
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this dask backend is closed")
+        if self._broken is not None:
+            raise RuntimeError(f"this dask backend lost a rank ({self._broken}): start a new one")
 
     def close(self) -> None:
         """Drop the ranks; close the LocalCluster this backend started, if any."""
@@ -525,6 +565,10 @@ class DaskBackend(Backend):
 
     def __repr__(self) -> str:
         return f"DaskBackend(nranks={self._nranks}, workers={len(set(self.workers))})"
+
+
+#: Seconds the client waits on one rank before looking at the others (for lost workers).
+_POLL = 0.2
 
 
 def _noop():

@@ -17,7 +17,9 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import sys
 import time
+import traceback
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,7 @@ class MPIBackend(Backend):
         self._rank = self._comm.Get_rank()
         self._size = self._comm.Get_size()
         self._reports_seen = 0
+        self._failure: BaseException | None = None
         self._debug = os.environ.get("DAPX_DEBUG", "") not in ("", "0")
         self._operation: Any = None
         self._carts: dict = {}
@@ -198,7 +201,11 @@ class MPIBackend(Backend):
                         self._errors.issend((self._rank, message), dest=other, tag=_ERROR_TAG)
                     )
         deadline = time.monotonic() + float(os.environ.get("DAPX_FAILURE_TIMEOUT", "8"))
-        statuses = self._agree(message, deadline)
+        self._failure = exc  # reported on stderr if the job must be aborted
+        try:
+            statuses = self._agree(message, deadline)
+        finally:
+            self._failure = None
         failed = [(r, m) for r, m in enumerate(statuses) if m is not None]
         for _ in range(len(failed) - (message is not None) - self._reports_seen):
             self._errors.recv(source=self._MPI.ANY_SOURCE, tag=_ERROR_TAG)
@@ -236,15 +243,25 @@ class MPIBackend(Backend):
     def _wait_until(self, request, deadline) -> None:
         while not request.Test():
             if time.monotonic() > deadline:
-                import sys
-
-                sys.stderr.write(
-                    f"dapx: rank {self._rank}: other ranks did not join failure recovery; "
-                    "aborting the job\n"
-                )
-                sys.stderr.flush()
-                self._comm.Abort(1)
+                self._abort()
             time.sleep(1e-3)
+
+    def _abort(self) -> None:
+        """End the job, saying first why this rank failed (the others may have gone on)."""
+        exc = self._failure
+        lines = []
+        if exc is not None:
+            text = str(exc).replace("\n", " ")
+            lines.append(f"dapx: rank {self._rank} failed: {type(exc).__name__}: {text}\n")
+            if os.environ.get("DAPX_DEBUG", "") not in ("", "0"):
+                lines.extend(traceback.format_exception(exc))
+        lines.append(
+            f"dapx: rank {self._rank}: other ranks did not join failure recovery (they went on "
+            "past the failed operation); aborting the job\n"
+        )
+        sys.stderr.write("".join(lines))
+        sys.stderr.flush()
+        self._comm.Abort(1)
 
     def _check_errors(self, request) -> bool:
         """Whether `request` completed; raises when a failure report means it never will.
