@@ -20,6 +20,18 @@ from dapx.testing import LAYOUTS, assert_eq, layout
 DTYPES = [np.float64, np.float32, np.int64, np.bool_, np.complex128]
 
 
+def distinct(shape, dtype=np.float64, seed: int = 0) -> np.ndarray:
+    """Every element different (a shuffled range), so a misplaced element cannot go unseen."""
+    n = int(np.prod(shape))
+    values = np.random.default_rng(seed).permutation(n).reshape(shape)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return values % 2 == 1  # two values at most: the tests that move data use others too
+    if dtype.kind == "c":
+        return (values + 1j * (n - values)).astype(dtype)
+    return (values - n // 2 if dtype.kind == "i" else values).astype(dtype)
+
+
 def data(shape, dtype, offset: int = 0) -> np.ndarray:
     """Deterministic values of `dtype`; with offset > 0, never zero (safe divisors)."""
     n = int(np.prod(shape))
@@ -89,7 +101,7 @@ def test_local_is_the_block_itself(backend):
 
 def test_gather_and_to_numpy(backend):
     for kind in LAYOUTS:
-        x = data((4, 7), np.complex128)
+        x = distinct((4, 7), np.complex128)
         a = dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks))
         for g in (a.gather(), a.to_numpy()):
             assert type(g) is np.ndarray and g.dtype == x.dtype
@@ -123,7 +135,7 @@ def test_implicit_conversion_warns_above_the_threshold(backend, monkeypatch):
 @pytest.mark.parametrize("src", LAYOUTS)
 def test_redistribute_between_every_pair_of_layouts(backend, src):
     for shape in [(13,), (1,), (0,), (6, 5), (7, 0)]:
-        x = data(shape, np.float64)
+        x = distinct(shape, np.float64)
         a = dapx.asarray(x, backend=backend, **layout(src, shape, backend.nranks, seed=1))
         for dst in LAYOUTS:
             kw = layout(dst, shape, backend.nranks, seed=2)
@@ -137,7 +149,7 @@ def test_redistribute_between_every_pair_of_layouts(backend, src):
 
 def test_redistribute_grids_dtypes_and_distribution_objects(backend):
     for dtype in DTYPES:
-        x = data((6, 4), dtype)
+        x = distinct((6, 4), dtype)
         a = dapx.asarray(x, backend=backend, dist=("b", "n"), grid=(backend.nranks, 1))
         b = a.redistribute(("n", "c"), grid=(1, backend.nranks))
         assert b.distribution.grid_shape == (1, backend.nranks)
@@ -532,7 +544,7 @@ def test_broadcasting(backend):
 
 
 def test_mixed_layouts_align_to_the_first_distributed_operand(backend):
-    x, y = data((6, 7), np.float64), data((6, 7), np.float64, offset=1)
+    x, y = distinct((6, 7), seed=1), distinct((6, 7), seed=2) + 1.0
     layouts = [layout(k, (6, 7), backend.nranks, seed=5) for k in LAYOUTS]
     arrays = [dapx.asarray(x, backend=backend, **kw) for kw in layouts]
     others = [dapx.asarray(y, backend=backend, **kw) for kw in layouts]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.testing import assert_eq
+from dapx.testing import assert_eq, layout
 from tests.test_manipulation import data, dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
@@ -152,3 +152,46 @@ def test_ring_result_is_the_same_bits_on_every_run(backend):
     first = (a @ b).gather()
     assert np.array_equal(first, (a @ b).gather())
     np.testing.assert_allclose(first, x @ y, rtol=1e-12)
+
+
+def _data(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _dist(x, kind, backend):
+    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=1))
+
+
+def test_einsum_with_ellipses_is_the_contraction_module():
+    """One einsum: `dapx.functions.contraction` spells out ellipses (no module of its own)."""
+    import importlib.util
+
+    from dapx.core.dispatch import HANDLED_FUNCTIONS
+    from dapx.functions import contraction
+
+    assert HANDLED_FUNCTIONS[np.einsum] is contraction.einsum
+    assert contraction.expand_ellipsis("...ab,...b->...a", [(4, 2, 3), (3,)]) == "Aab,b->Aa"
+    assert importlib.util.find_spec("dapx.subscripts") is None
+
+
+@pytest.mark.parametrize(
+    "subscripts, shapes",
+    [
+        ("...ij,...j->...i", [(2, 3, 4), (4,)]),
+        ("...i,...i->...", [(1, 3), (5, 3)]),
+        ("...ab,...b->...a", [(5, 2, 3), (5, 3)]),
+        ("...a,...a", [(6, 4), (6, 4)]),
+        ("i...,i...->...", [(6, 2), (6, 2)]),
+    ],
+)
+def test_einsum_with_ellipsis(backend, subscripts, shapes):
+    xs = [_data(s, seed=k) for k, s in enumerate(shapes)]
+    expected = np.einsum(subscripts, *xs)
+    a = _dist(xs[0], "b", backend)
+    assert_eq(np.einsum(subscripts, a, *xs[1:]), expected)
+    others = [dapx.asarray(x, backend=backend) for x in xs[1:]]
+    assert_eq(np.einsum(subscripts, a, *others), expected)
+    sublists = np.einsum(a, [Ellipsis, 0], a, [Ellipsis, 0], [Ellipsis])
+    assert_eq(sublists, np.einsum(xs[0], [Ellipsis, 0], xs[0], [Ellipsis, 0], [Ellipsis]))
+    with pytest.raises(ValueError, match=r"no '\.\.\.' ellipsis"):
+        np.einsum("...i->i", dapx.zeros((3, 3), backend=backend))

@@ -173,6 +173,8 @@ ARRAY_TESTS = [
         "reductions",
         "indexing",
         "manipulation",
+        "windows",
+        "broadcasting",
         "random",
         "xarray",
         "linalg",

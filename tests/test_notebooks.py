@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: How a cell checks a result: assert, an assert_* helper, or an else: raise AssertionError.
+CHECK = re.compile(r"^\s*assert\b|\.assert_\w+\(|raise AssertionError", re.M)
+#: A printed verdict that nobody checks, e.g. "identical: True" or "(4, 6) False".
+BARE_VERDICT = re.compile(r"(:|->)\s*(True|False)\s*$|\b(True|False)\s*$", re.M)
 
 
 def test_there_are_notebooks():
@@ -42,6 +47,21 @@ def test_notebook_runs(path, monkeypatch):
         if output.get("output_type") == "error"
     ]
     assert not errors
+    # A notebook proves what it shows: it checks its results with assertions (not prints of
+    # True), and every cell holding one ran.
+    checking = [
+        cell for cell in notebook.cells if cell.cell_type == "code" and CHECK.search(cell.source)
+    ]
+    assert checking, f"{path.name} checks none of its results"
+    assert all(cell.get("execution_count") for cell in checking)
+    assert all(cell.get("execution_count") for cell in notebook.cells if cell.cell_type == "code")
+    shown = [
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    ]
+    assert not any(BARE_VERDICT.search(text) for text in shown), "print a check, not assert it"
     html = [
         output["data"]["text/html"]
         for cell in notebook.cells

@@ -7,7 +7,6 @@ exception types and warning categories (`like_numpy`).
 
 from __future__ import annotations
 
-import timeit
 import warnings
 
 import numpy as np
@@ -625,10 +624,3 @@ def test_reduce_scatter_moves_only_partials(backend):
         assert total_moved() <= x.size
     finally:
         type(backend).alltoallv = original
-
-
-def test_overhead_of_a_small_sum():
-    a = dapx.asarray(np.arange(1000.0), backend=dapx.simulated(4))
-    np.sum(a)
-    best = min(timeit.repeat(lambda: np.sum(a), number=200, repeat=7)) / 200
-    assert best < 60e-6, f"np.sum on 1000 elements over 4 ranks took {best * 1e6:.1f} us"
