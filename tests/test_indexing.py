@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -289,8 +290,12 @@ def test_fancy_getitem_matches_numpy(backend, data):
     a, x = data.draw(arrays(backend))
     key = data.draw(fancy_keys(x.shape))
     try:
-        expected = x[key]
-    except IndexError:
+        # NumPy before 2.3 only warns about an out-of-bounds index into an empty result; later
+        # NumPy raises, as dapx does on every NumPy.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            expected = x[key]
+    except (IndexError, DeprecationWarning):
         with pytest.raises(IndexError):
             a[key]
         return

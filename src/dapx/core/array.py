@@ -26,7 +26,7 @@ from .dispatch import HANDLED_FUNCTIONS, array_method
 from .elision import install_eliding_operators
 from .guard import collective
 from .methods import ArrayMethods
-from .operators import power_ufunc
+from .operators import power_ufunc, power_ufunc_in_place
 
 __all__ = ["DistributedArray", "new_array"]
 
@@ -275,13 +275,14 @@ class DistributedArray(ArrayMethods, NDArrayOperatorsMixin):
     def __pow__(self, other):
         if getattr(type(other), "__array_ufunc__", True) is None:
             return NotImplemented
-        ufunc = power_ufunc(self._dtype, other)
-        return ufunc(self) if ufunc.nin == 1 else ufunc(self, other)
+        ufunc, loop = power_ufunc(self._dtype, other)
+        kw = {} if loop is None else {"dtype": loop}
+        return ufunc(self, **kw) if ufunc.nin == 1 else ufunc(self, other, **kw)
 
     def __ipow__(self, other):
         if getattr(type(other), "__array_ufunc__", True) is None:
             return NotImplemented
-        ufunc = power_ufunc(self._dtype, other)
+        ufunc = power_ufunc_in_place(self._dtype, other)
         return ufunc(self, out=(self,)) if ufunc.nin == 1 else ufunc(self, other, out=(self,))
 
     # -- scalars (0-d) ------------------------------------------------------------------------

@@ -105,10 +105,12 @@ def _make(name, ufunc):
         if getattr(type(other), "__array_ufunc__", True) is None:
             return NotImplemented
         temporary = sys.getrefcount(self) <= _TEMPORARY_REFS  # before any new reference
-        func = power_ufunc(self.dtype, other) if ufunc is np.power else ufunc
-        if temporary and _can_write_into(self, other, func):
-            return func(self, out=self) if func.nin == 1 else func(self, other, out=self)
-        return func(self) if func.nin == 1 else func(self, other)
+        func, loop = power_ufunc(self.dtype, other) if ufunc is np.power else (ufunc, None)
+        operands = (self,) if func.nin == 1 else (self, other)
+        kw = {} if loop is None else {"dtype": loop}
+        if temporary and loop is None and _can_write_into(self, other, func):
+            return func(*operands, out=self)
+        return func(*operands, **kw)
 
     operator.__name__ = name
     operator.__doc__ = f"``{ufunc.__name__}`` that reuses a temporary left operand's buffers."
