@@ -250,6 +250,66 @@ class ArrayMethods:
         """
         return array_method("astype")(self, dtype, order, casting, subok, copy)
 
+    # -- files (dapx.interop.io) ----------------------------------------------------------
+    def to_zarr(
+        self,
+        store,
+        component=None,
+        *,
+        chunks=None,
+        overwrite=False,
+        attrs=None,
+        progress=False,
+        **kwargs,
+    ) -> None:
+        """Write to a zarr array, every rank its own chunks; collective.
+
+        The process of rank 0 creates the array, every rank writes the chunks
+        of its own block, and the array is marked incomplete until all have
+        written (`dapx.from_zarr` refuses it otherwise). `chunks` (default:
+        the blocks, where they are equal) are made rank-exclusive: a layout
+        whose blocks do not fall on chunk boundaries (cyclic, unstructured,
+        uneven blocks) is first redistributed, in one exchange. The halo is
+        never written. ``**kwargs`` go to `zarr.create_array` (compressors...).
+
+        Examples
+        --------
+        >>> import numpy as np, dapx, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.zarr")
+        >>> dapx.arange(8.0, dist="c", backend=dapx.simulated(2)).to_zarr(path)
+        >>> import zarr; zarr.open_array(path)[:]
+        array([0., 1., 2., 3., 4., 5., 6., 7.])
+        """
+        array_method("to_zarr")(
+            self,
+            store,
+            component,
+            chunks=chunks,
+            overwrite=overwrite,
+            attrs=attrs,
+            progress=progress,
+            **kwargs,
+        )
+
+    def to_hdf5(self, path, name, *, mode="a", chunks=None, attrs=None, **kwargs) -> None:
+        """Write as dataset `name` of the HDF5 file `path`, the ranks in turn; collective.
+
+        The process of rank 0 creates the dataset (``mode="w"`` truncates the
+        file first), then the ranks write their own regions one after
+        another (HDF5 from PyPI has no MPI-IO; with an MPI-enabled h5py under
+        MPI they write at once). No rank holds more than its own block; the
+        halo is never written. ``**kwargs`` go to ``h5py.Group.create_dataset``.
+
+        Examples
+        --------
+        >>> import numpy as np, dapx, tempfile, os, h5py
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.h5")
+        >>> dapx.arange(6, dist="c", backend=dapx.simulated(3)).to_hdf5(path, "x")
+        >>> h5py.File(path)["x"][:]
+        array([0, 1, 2, 3, 4, 5])
+        """
+        array_method("to_hdf5")(self, path, name, mode=mode, chunks=chunks, attrs=attrs, **kwargs)
+
     def copy(self, order="C"):
         """A copy with the same layout, every block copied: ``ndarray.copy``."""
         return np.copy(self, order=order)

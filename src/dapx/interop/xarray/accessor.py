@@ -42,7 +42,6 @@ from ...core.array import DistributedArray
 from .layout import (
     array_of,
     by_name,
-    check_distributable,
     check_names,
     distribute_array,
     gather_all,
@@ -137,7 +136,6 @@ class DataArrayAccessor(_Accessor):
         {'y': 'b', 'x': 'c'}
         """
         obj = self._obj
-        check_distributable(obj)
         layout = by_name(grid, grid_kwargs, "grid")
         backend = get_backend() if backend is None else backend
         if isinstance(obj.variable._data, DistributedArray):
@@ -152,6 +150,30 @@ class DataArrayAccessor(_Accessor):
             halo,
             per_dim_name(periodic, obj.dims, "periodic"),
             backend,
+        )
+
+    def to_zarr(self, store, *, mode: str = "w-", encoding=None, progress: bool = False, **kwargs):
+        """Write to a zarr store as `xarray.DataArray.to_zarr` does, every rank its own chunks.
+
+        See `DatasetAccessor.to_zarr`; the DataArray is written as a Dataset
+        with one variable (its name, or xarray's default name), so
+        ``xr.open_dataarray(store, engine="zarr")`` reads it back.
+        """
+        from .io import dataset_to_zarr  # here: io imports xarray, which imports this module
+
+        dataset_to_zarr(
+            _as_dataset(self._obj), store, mode=mode, encoding=encoding, progress=progress, **kwargs
+        )
+
+    def to_netcdf(self, path, *, mode: str = "w", encoding=None, progress: bool = False, **kwargs):
+        """Write to a netCDF4 file as `xarray.DataArray.to_netcdf` does, the ranks in turn.
+
+        See `DatasetAccessor.to_netcdf`.
+        """
+        from .io import dataset_to_netcdf  # here: io imports xarray, which imports this module
+
+        dataset_to_netcdf(
+            _as_dataset(self._obj), path, mode=mode, encoding=encoding, progress=progress, **kwargs
         )
 
     def gather(self) -> xr.DataArray:
@@ -406,6 +428,66 @@ class DatasetAccessor(_Accessor):
             raise ValueError(f"no data variable has all the dimensions {named}")
         return out
 
+    def to_zarr(self, store, *, mode: str = "w-", encoding=None, progress: bool = False, **kwargs):
+        """Write to a zarr store as `xarray.Dataset.to_zarr` does, every rank its own chunks.
+
+        The process of rank 0 writes the metadata, coordinates, attributes and
+        NumPy-backed variables once; every rank then writes the chunks of its
+        own block of each distributed variable (the zarr chunks are chosen, or
+        the ``encoding`` chunks checked, so that no two ranks share a chunk:
+        a layout that does not fall on chunk boundaries is first redistributed
+        in one exchange); consolidated metadata is written last, so a failed
+        write (`dapx.RankError` on every rank) does not look complete. The
+        halo is never written.
+
+        Parameters
+        ----------
+        store : str, path or zarr store
+            A new store (``mode="w-"``) or one to overwrite (``mode="w"``).
+        encoding : dict, optional
+            Per variable, as xarray's (``chunks`` included).
+        progress : bool
+            A progress bar (tqdm) on the process of rank 0.
+        **kwargs
+            Passed to `xarray.Dataset.to_zarr` for the metadata.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr, dapx, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.zarr")
+        >>> ds = xr.Dataset({"t": ("x", np.arange(6.0))}, attrs={"title": "demo"})
+        >>> ds.dap.distribute(x="c", backend=dapx.simulated(2)).dap.to_zarr(path)
+        >>> xr.testing.assert_identical(xr.open_zarr(path).load(), ds)
+        """
+        from .io import dataset_to_zarr  # here: io imports xarray, which imports this module
+
+        dataset_to_zarr(self._obj, store, mode=mode, encoding=encoding, progress=progress, **kwargs)
+
+    def to_netcdf(self, path, *, mode: str = "w", encoding=None, progress: bool = False, **kwargs):
+        """Write to a netCDF4 file as `xarray.Dataset.to_netcdf` does, the ranks in turn.
+
+        The HDF5 under netCDF4 from PyPI has no MPI-IO, so the process of
+        rank 0 writes the file's metadata and NumPy-backed variables, then the
+        ranks write their own regions of each distributed variable one after
+        another (no rank ever holds more than its own block), CF-encoded as
+        xarray encodes them. The file is marked incomplete until all have
+        written. ``**kwargs`` go to `xarray.Dataset.to_netcdf` (engine netcdf4).
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr, dapx, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.nc")
+        >>> ds = xr.Dataset({"t": (("y", "x"), np.ones((2, 3), "f4"))}, coords={"x": [1, 2, 3]})
+        >>> ds.dap.distribute(y=2, backend=dapx.simulated(2)).dap.to_netcdf(path)
+        >>> with xr.open_dataset(path) as back:
+        ...     xr.testing.assert_identical(back.load(), ds)
+        """
+        from .io import dataset_to_netcdf  # here: io imports xarray, which imports this module
+
+        dataset_to_netcdf(
+            self._obj, path, mode=mode, encoding=encoding, progress=progress, **kwargs
+        )
+
     def gather(self) -> xr.Dataset:
         """The NumPy-backed Dataset, identical to the one that was distributed."""
         return gather_all(self._obj)
@@ -540,3 +622,9 @@ class DatasetAccessor(_Accessor):
             for name, var in self._distributed().items()
         ]
         return "<div>" + "".join(parts) + "</div>" if parts else "<pre>not distributed</pre>"
+
+
+def _as_dataset(da: xr.DataArray) -> xr.Dataset:
+    """The Dataset that xarray writes for a DataArray (its name, or xarray's default name)."""
+    name = da.name if da.name is not None else "__xarray_dataarray_variable__"
+    return da.to_dataset(name=name, promote_attrs=False)

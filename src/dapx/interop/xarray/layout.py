@@ -27,11 +27,11 @@ from ...core.array import DistributedArray
 from ...core.creation import asarray
 from ...layout.grid import default_grid
 from ...layout.maps import BlockMap, CyclicMap, Map, UnstructuredMap
+from ..io.reading import from_array
 
 __all__ = [
     "array_of",
     "by_name",
-    "check_distributable",
     "check_names",
     "distribute_array",
     "gather_all",
@@ -188,17 +188,8 @@ def resolve_layout(
 # -- the shared implementation ---------------------------------------------------------------------
 
 
-def check_distributable(obj) -> None:
-    data = obj.variable._data
-    if not isinstance(data, (np.ndarray, DistributedArray)):
-        raise TypeError(
-            f"only NumPy-backed data can be distributed; {obj.name!r} holds a "
-            f"{type(data).__name__} (load it into memory first, e.g. with .load())"
-        )
-
-
 def distribute_array(obj, dims, kinds, sizes, halo, periodic, backend):
-    check_distributable(obj)
+    """`obj` with its data distributed; lazily loaded or dask data is read by each rank."""
     data = obj.variable._data
     options = {}
     if halo:
@@ -207,7 +198,11 @@ def distribute_array(obj, dims, kinds, sizes, halo, periodic, backend):
         options["periodic"] = [bool(periodic.get(d, False)) for d in dims]
     if isinstance(data, DistributedArray):
         return with_data(obj, data.redistribute(kinds, sizes, **options))
-    return with_data(obj, asarray(data, dist=kinds, grid=sizes, backend=backend, **options))
+    if isinstance(data, np.ndarray):
+        return with_data(obj, asarray(data, dist=kinds, grid=sizes, backend=backend, **options))
+    # Lazily loaded (a file) or dask-backed: each rank reads only its own block.
+    source = obj.variable.copy(deep=False)
+    return with_data(obj, from_array(source, dist=kinds, grid=sizes, backend=backend, **options))
 
 
 def _gathered(var: xr.Variable) -> xr.Variable:
