@@ -374,3 +374,59 @@ def test_progress_bar_on_request(capsys, tmp_path):
     dapx.from_zarr(tmp_path / "p.zarr", backend=dapx.simulated(4), progress=True)
     err = capsys.readouterr().err
     assert "dapx: writing" in err and "dapx: reading" in err
+
+
+# -- the xarray chunk manager ---------------------------------------------------------------------
+
+
+def _lon_blocks(nranks: int) -> tuple[int, ...]:
+    """8 longitudes in one block per rank."""
+    return tuple(8 // nranks + (1 if k < 8 % nranks else 0) for k in range(nranks))
+
+
+@pytest.mark.filterwarnings("ignore:The specified chunks separate the stored chunks")
+def test_chunk_manager_opens_files_distributed(backend, shared):
+    ds = climate()
+    if on_root(backend):
+        ds.to_netcdf(shared / "c.nc")
+        ds.to_zarr(shared / "c.zarr", consolidated=False)
+    sync(backend)
+    chunks = {"lon": _lon_blocks(backend.nranks)}
+    expected = (ds - ds.mean("time")).mean("lon")
+    with dapx.use_backend(backend):
+        opened = [
+            xr.open_dataset(shared / "c.nc", chunked_array_type="dapx", chunks=chunks),
+            xr.open_zarr(
+                shared / "c.zarr", consolidated=False, chunked_array_type="dapx", chunks=chunks
+            ),
+            ds.chunk(chunks, chunked_array_type="dapx"),
+        ]
+        for d in opened:
+            assert d.t2m.dap.grid == {"time": 1, "lat": 1, "lon": backend.nranks}
+            if backend.nranks > 1:  # a variable that lon does not cut stays NumPy-backed
+                assert isinstance(d.station.variable._data, np.ndarray)
+            result = (d - d.mean("time")).mean("lon")  # xarray's own operations
+            assert result.t2m.dap.is_distributed
+            xr.testing.assert_allclose(result.dap.gather(), expected)
+            d.close()
+
+
+def test_chunk_manager_chunks_mean_block_sizes(backend):
+    from dapx.interop.xarray.chunkmanager import DapxChunkManager, grid_of_chunks
+
+    manager = DapxChunkManager()
+    n = backend.nranks
+    assert grid_of_chunks((3, -1), (3 * n, 7), n) == ((3,) * n, (7,))
+    auto = grid_of_chunks(("auto", "auto"), (12, 10), n)
+    assert np.prod([len(b) for b in auto]) == n
+    x = data((3 * n, 7))
+    with dapx.use_backend(backend):
+        a = manager.from_array(x, (3, -1))
+        assert manager.chunks(a) == ((3,) * n, (7,))
+        np.testing.assert_array_equal(manager.compute(a)[0], x)
+        if n > 1:
+            with pytest.raises(ValueError, match=f"one block per rank and the backend has {n}"):
+                manager.from_array(x, (3 * n + 1, 1))
+        b = manager.rechunk(a, (-1, tuple(7 // n + (k < 7 % n) for k in range(n))))
+        assert manager.chunks(b)[0] == (3 * n,)
+        np.testing.assert_array_equal(b.gather(), x)
