@@ -283,6 +283,12 @@ DASK_SUBSET = [
     "test_matmul_of_two_distributed_matrices and float64",
     "test_tensordot",
     "test_inner_outer_vdot_dot",
+    "test_zarr_round_trip",
+    "test_hdf5_round_trip",
+    "test_dataset_netcdf_round_trip_matches_xarray_file",
+    "test_dataset_zarr_round_trip",
+    "test_distribute_reads_lazy_and_dask_variables_per_rank",
+    "test_from_array_on_the_workers",
 ]
 ARRAY_FILES = [
     "array",
@@ -293,6 +299,7 @@ ARRAY_FILES = [
     "random",
     "halo",
     "linalg",
+    "io",
 ]
 
 

@@ -128,6 +128,30 @@ def test_from_array_with_a_halo_reads_only_the_interior(backend):
     np.testing.assert_array_equal(a.gather(), x)
 
 
+def test_from_array_on_the_workers(backend, shared):
+    """h5py and netCDF4 variables are open files: the dask workers reopen them by name."""
+    import netCDF4
+
+    from dapx.interop.io.sources import FileSource, shippable
+
+    x = data((7, 9))
+    if on_root(backend):
+        with h5py.File(shared / "s.h5", "w") as f:
+            f["g/x"] = x
+        with netCDF4.Dataset(shared / "s.nc", "w") as nc:
+            nc.createDimension("y", 7), nc.createDimension("x", 9)
+            nc.createGroup("g").createVariable("x", "f8", ("y", "x"))[:] = x
+    sync(backend)
+    kw = layout("c2", x.shape, backend.nranks)
+    with h5py.File(shared / "s.h5", "r") as f:
+        assert isinstance(shippable(f["g/x"]), FileSource)
+        np.testing.assert_array_equal(dapx.from_array(f["g/x"], backend=backend, **kw).gather(), x)
+    with netCDF4.Dataset(shared / "s.nc", "r") as nc:
+        var = nc["g"]["x"]
+        assert shippable(var).name == "/g/x"
+        np.testing.assert_array_equal(dapx.from_array(var, backend=backend, **kw).gather(), x)
+
+
 def test_read_block_of_a_scalar_and_of_empty_blocks():
     x = np.float32(2.5)
     assert read_block(np.asarray(x), (), np.float32) == x
@@ -212,21 +236,28 @@ def test_zarr_errors_name_what_is_wrong(backend, shared):
         )
 
 
-def test_a_failed_write_does_not_look_complete(tmp_path):
-    backend = dapx.simulated(3)
+class FailingStore(zarr.storage.LocalStore):
+    """A local store whose disk is full for the last chunk of a 1-d array."""
+
+    async def set(self, key, value):
+        if key.endswith("c/2"):
+            raise OSError("disk full")
+        return await super().set(key, value)
+
+
+def test_a_failed_write_does_not_look_complete(backend, shared):
+    if not backend.local_ranks:
+        pytest.skip("the failing store class lives in the test module, not on the workers")
     a = dapx.arange(12.0, backend=backend)
-    store = zarr.storage.LocalStore(tmp_path / "f.zarr")
-
-    class Failing(zarr.storage.LocalStore):
-        async def set(self, key, value):
-            if key.endswith("c/2"):
-                raise OSError("disk full")
-            return await super().set(key, value)
-
-    with pytest.raises(OSError, match="disk full"):
-        a.to_zarr(Failing(tmp_path / "f.zarr"), chunks=(4,))
+    # Under MPI the rank that writes chunk 2 fails and every rank raises RankError.
+    with pytest.raises((OSError, dapx.RankError), match="disk full"):
+        a.to_zarr(FailingStore(shared / "f.zarr"), chunks=(4,))
     with pytest.raises(ValueError, match="not completely written"):
-        dapx.from_zarr(store, backend=backend)
+        dapx.from_zarr(shared / "f.zarr", backend=backend)
+    b = dapx.asarray(np.ones((4, 3)), backend=backend)
+    with pytest.raises((ValueError, dapx.RankError), match="already holds"):
+        for _ in range(2):
+            b.to_hdf5(shared / "f.h5", "x")
 
 
 # -- HDF5 -----------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ...core.array import DistributedArray
 from ...core.dispatch import implements_method
 from ...core.guard import collective
 from .reading import from_array
-from .writing import INCOMPLETE, chunk_aligned, in_turn, owned_regions, writer_of
+from .writing import INCOMPLETE, chunk_aligned, in_turn, once, owned_regions
 
 __all__ = ["from_hdf5", "parallel_hdf5", "to_hdf5"]
 
@@ -62,13 +62,15 @@ def to_hdf5(
                 dataset[region] = values
             dataset.attrs.update(attrs or {})
         return
-    if writer_of(aligned):
+
+    def create():
         with h5py.File(path, mode) as f:
             if name in f:
                 raise ValueError(f"{path!s} already holds {name!r}; write with mode='w'")
             dataset = f.create_dataset(name, a.shape, a.dtype, **options)
             dataset.attrs.update({**(attrs or {}), INCOMPLETE: True})
-    backend.barrier()
+
+    once(backend, create)
     mine = {rank: (region, values) for rank, region, values in owned_regions(aligned)}
     if len(backend.local_ranks) == backend.nranks:
         with h5py.File(path, "r+") as f:
@@ -82,9 +84,12 @@ def to_hdf5(
                     f[name][mine[rank][0]] = mine[rank][1]
 
         in_turn(aligned, write)
-    if writer_of(aligned):
+
+    def finish():
         with h5py.File(path, "r+") as f:
             del f[name].attrs[INCOMPLETE]
+
+    once(backend, finish)  # complete on every rank when to_hdf5 returns
 
 
 def from_hdf5(

@@ -19,7 +19,15 @@ from ...core.array import DistributedArray
 from ...exchange.plans import owned_positions, simplify_index
 from ...layout.maps import BlockMap
 
-__all__ = ["INCOMPLETE", "chunk_aligned", "default_chunks", "in_turn", "owned_regions", "writer_of"]
+__all__ = [
+    "INCOMPLETE",
+    "chunk_aligned",
+    "default_chunks",
+    "in_turn",
+    "once",
+    "owned_regions",
+    "writer_of",
+]
 
 #: The attribute a dapx writer puts on what it creates and removes once every rank has written.
 INCOMPLETE = "dapx_write_incomplete"
@@ -118,6 +126,13 @@ def owned_regions(a: DistributedArray) -> Iterator[tuple[int, tuple[slice, ...],
             raise ValueError("owned_regions needs a block layout: call chunk_aligned first")
         if all(g.stop > g.start for g in glob):
             yield rank, glob, a.local(rank)[local]
+
+
+def once(backend, func: Callable[[], None]) -> None:
+    """Run `func` on the process of rank 0 while every other rank waits for it (collective)."""
+    if 0 in backend.local_ranks:
+        func()
+    backend.barrier()
 
 
 def writer_of(a: DistributedArray) -> bool:

@@ -17,7 +17,7 @@ from ...core.dispatch import implements_method
 from ...core.guard import collective
 from .progress import progress_bar
 from .reading import from_array
-from .writing import INCOMPLETE, chunk_aligned, owned_regions, writer_of
+from .writing import INCOMPLETE, chunk_aligned, once, owned_regions, writer_of
 
 __all__ = ["from_zarr", "open_zarr_array", "to_zarr"]
 
@@ -62,7 +62,9 @@ def to_zarr(
     """Write `a` to a zarr array, every rank its own chunks (see `DistributedArray.to_zarr`)."""
     zarr = _zarr()
     aligned, chunks = chunk_aligned(a, chunks)
-    if writer_of(aligned):
+    backend = aligned.backend
+
+    def create():
         zarr.create_array(
             store,
             name=component,
@@ -73,16 +75,20 @@ def to_zarr(
             attributes={**(attrs or {}), INCOMPLETE: True},
             **kwargs,
         )
-    aligned.backend.barrier()
+
+    once(backend, create)
     regions = list(owned_regions(aligned))
     if regions:
         z = zarr.open_array(store, path=component or "", mode="r+")
         for _, region, values in progress_bar(regions, progress and writer_of(a), "writing"):
             z[region] = values
-    aligned.backend.barrier()
-    if writer_of(aligned):
+    backend.barrier()
+
+    def finish():
         z = zarr.open_array(store, path=component or "", mode="r+")
         z.attrs.put({k: v for k, v in z.attrs.asdict().items() if k != INCOMPLETE})
+
+    once(backend, finish)  # complete on every rank when to_zarr returns
 
 
 def from_zarr(

@@ -35,7 +35,7 @@ from ...backends import Backend
 from ...core.array import DistributedArray
 from ...core.guard import collective
 from ..io.progress import progress_bar
-from ..io.writing import INCOMPLETE, chunk_aligned, in_turn, owned_regions
+from ..io.writing import INCOMPLETE, chunk_aligned, in_turn, once, owned_regions
 
 __all__ = ["create_once", "dataset_to_netcdf", "dataset_to_zarr", "open_zarr"]
 
@@ -43,9 +43,7 @@ __all__ = ["create_once", "dataset_to_netcdf", "dataset_to_zarr", "open_zarr"]
 @collective
 def create_once(create: Callable[[], None], *, backend: Backend) -> None:
     """Run `create` on the process of rank 0 while every other rank waits for it."""
-    if 0 in backend.local_ranks:
-        create()
-    backend.barrier()
+    once(backend, create)
 
 
 def _distributed(ds: xr.Dataset) -> dict[str, xr.Variable]:
@@ -212,11 +210,11 @@ def dataset_to_netcdf(
     encoding = {n: dict(e) for n, e in (encoding or {}).items()}
     arrays = {n: chunk_aligned(v._data)[0] for n, v in variables.items()}
     encoded = _netcdf_definitions(ds, encoding)
-    rest = ds.drop_vars(list(variables))
+    rest = ds.drop_vars(list(variables))  # holds no distributed array: it can travel
+    rest.attrs = {**ds.attrs, INCOMPLETE: 1}
     rest_encoding = {n: e for n, e in encoding.items() if n not in variables}
 
     def create():
-        rest.attrs = {**ds.attrs, INCOMPLETE: 1}
         rest.to_netcdf(path, mode="w", engine="netcdf4", encoding=rest_encoding, **kwargs)
         with netCDF4.Dataset(path, "a") as nc:
             for name, var in encoded.items():
