@@ -223,6 +223,9 @@ def test_zarr_with_chunks_compression_and_a_halo(backend, shared):
 def test_zarr_errors_name_what_is_wrong(backend, shared):
     with pytest.raises(FileNotFoundError, match="no zarr array"):
         dapx.from_zarr(shared / "missing.zarr", backend=backend)
+    dapx.arange(3, backend=backend).to_zarr(shared / "g.zarr", "x")
+    with pytest.raises(FileNotFoundError, match="component 'y'"):
+        dapx.from_zarr(shared / "g.zarr", "y", backend=backend)
     a = dapx.arange(10.0, backend=backend)
     a.to_zarr(shared / "a.zarr")
     with pytest.raises(Exception, match=r"exist|contains"):
@@ -317,11 +320,19 @@ def climate() -> xr.Dataset:
 
 
 def _distributed(ds, backend, kind):
-    kinds = {"b": "b", "c": "c", "c2": {"dist": "c", "block_size": 2}, "u": "b"}
+    """`ds` distributed over lat and lon (lon only for the irregular and unstructured kinds)."""
+    n = backend.nranks
+    if kind in ("b-irregular", "u"):
+        spec = layout(kind, ds.sizes["lon"], n, seed=n)["dist"][0]
+        return ds.dap.distribute(lon=spec, backend=backend)
+    kinds = {"b": "b", "c": "c", "c2": {"dist": "c", "block_size": 2}}
     return ds.dap.distribute(lat=kinds[kind], lon=kinds[kind], backend=backend)
 
 
-@pytest.mark.parametrize("kind", ["b", "c", "c2"])
+DATASET_LAYOUTS = ["b", "b-irregular", "c", "c2", "u"]
+
+
+@pytest.mark.parametrize("kind", DATASET_LAYOUTS)
 def test_dataset_zarr_round_trip(backend, shared, kind):
     ds = climate()
     d = _distributed(ds, backend, kind)
@@ -345,7 +356,7 @@ def test_dataarray_zarr_and_netcdf(backend, shared):
         xr.testing.assert_identical(back.load(), da)
 
 
-@pytest.mark.parametrize("kind", ["b", "c", "c2"])
+@pytest.mark.parametrize("kind", DATASET_LAYOUTS)
 def test_dataset_netcdf_round_trip_matches_xarray_file(backend, shared, kind):
     ds = climate()
     encoding = {"precip": {"dtype": "int16", "scale_factor": 0.01, "_FillValue": -999}}
