@@ -472,3 +472,9 @@ def test_chunk_manager_chunks_mean_block_sizes(backend):
         b = manager.rechunk(a, (-1, tuple(7 // n + (k < 7 % n) for k in range(n))))
         assert manager.chunks(b)[0] == (3 * n,)
         np.testing.assert_array_equal(b.gather(), x)
+
+
+def test_parallel_hdf5_is_detected_not_required(backend):
+    from dapx.interop.io import parallel_hdf5
+
+    assert parallel_hdf5(backend) == (backend.name == "mpi" and bool(h5py.get_config().mpi))
