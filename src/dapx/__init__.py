@@ -121,22 +121,9 @@ from .functions.overlap import map_overlap
 
 __all__ += ["map_overlap"]
 
-from .interop.io import from_array, from_hdf5, from_zarr
+from .interop.io import from_array, from_hdf5, from_zarr, open_zarr
 
-__all__ += ["from_array", "from_hdf5", "from_zarr"]
-
-
-def open_zarr(store, grid=None, **kwargs):
-    """A Dataset from a zarr store, distributed as it is read (see `dapx.interop.xarray.io`).
-
-    Needs xarray; arguments as `dapx.interop.xarray.io.open_zarr`.
-    """
-    from .interop.xarray.io import open_zarr as _open_zarr
-
-    return _open_zarr(store, grid, **kwargs)
-
-
-__all__ += ["open_zarr"]
+__all__ += ["from_array", "from_hdf5", "from_zarr", "open_zarr"]
 
 # The public modules keep the import paths they had before the layers were sub-packages.
 sys.modules[f"{__name__}.protocol"] = protocol

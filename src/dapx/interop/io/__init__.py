@@ -12,7 +12,7 @@ from .hdf5 import from_hdf5, parallel_hdf5, to_hdf5
 from .reading import from_array, read_block
 from .sources import FileSource
 from .writing import chunk_aligned, in_turn, owned_regions
-from .zarr import from_zarr, to_zarr
+from .zarr import from_zarr, open_zarr, to_zarr
 
 __all__ = [
     "FileSource",
@@ -21,6 +21,7 @@ __all__ = [
     "from_hdf5",
     "from_zarr",
     "in_turn",
+    "open_zarr",
     "owned_regions",
     "parallel_hdf5",
     "read_block",

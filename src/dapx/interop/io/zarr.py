@@ -19,7 +19,7 @@ from .progress import progress_bar
 from .reading import from_array
 from .writing import INCOMPLETE, chunk_aligned, once, owned_regions, writer_of
 
-__all__ = ["from_zarr", "open_zarr_array", "to_zarr"]
+__all__ = ["from_zarr", "open_zarr", "open_zarr_array", "to_zarr"]
 
 
 def _zarr():
@@ -121,3 +121,14 @@ def from_zarr(
     return from_array(
         z, dist=dist, grid=grid, halo=halo, backend=backend, progress=progress, **options
     )
+
+
+def open_zarr(store, grid=None, **kwargs):
+    """A Dataset from a zarr store, its variables distributed as they are read.
+
+    Needs xarray; see `dapx.interop.xarray.io.open_zarr` (imported only when
+    called, so that ``import dapx`` does not import xarray).
+    """
+    from ..xarray.io import open_zarr as open_dataset_zarr
+
+    return open_dataset_zarr(store, grid, **kwargs)
