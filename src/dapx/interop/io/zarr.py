@@ -40,7 +40,8 @@ def open_zarr_array(store, component: str | None = None, mode: str = "r"):
         raise FileNotFoundError(f"no zarr array at {where}: {e}") from e
     if z.attrs.get(INCOMPLETE):
         raise ValueError(
-            f"the zarr array at {store!s} {component or ''} was not completely written "
+            f"the zarr array at {store!s}{f' (component {component!r})' if component else ''} "
+            "was not completely written "
             "(a dapx write failed or is still running)"
         )
     return z

@@ -224,7 +224,9 @@ def dataset_to_netcdf(
                 attrs = dict(var.attrs)
                 fill = attrs.pop("_FillValue", None)
                 storage = _netcdf_storage(var.encoding)
-                v = nc.createVariable(name, var.dtype, var.dims, fill_value=fill, **storage)
+                # zarr gives explicitly little-endian dtypes; netCDF4 wants native ones spelled so.
+                dtype = var.dtype.newbyteorder("=") if var.dtype.isnative else var.dtype
+                v = nc.createVariable(name, dtype, var.dims, fill_value=fill, **storage)
                 v.setncatts(attrs)
 
     create_once(create, backend=backend)
