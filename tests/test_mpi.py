@@ -182,6 +182,7 @@ ARRAY_TESTS = [
         "partitioned",
         "xarray_duck_array",
         "io",
+        "stacking",
     )
 ]
 
@@ -259,6 +260,9 @@ ARRAY_SUBSET = [
     "test_dataset_zarr_round_trip[mpi-b]",
     "test_a_failed_write_does_not_look_complete",
     "test_chunk_manager_opens_files_distributed",
+    "test_stacks[float64-(3, 4, 2)-u]",
+    "test_flips[(3, 4, 5)-c2]",
+    "test_mathematical[(4, 5)-b-irregular]",
 ]
 
 
