@@ -254,15 +254,15 @@ ARRAY_SUBSET = [
     "test_export_of_padded_array_holds_the_interior",
     "test_weighted[mpi-dapx]",
     "test_coarsen_reduce[mpi-dapx]",
-    "test_zarr_round_trip[mpi-(5, 4, 6)-c2]",
-    "test_hdf5_round_trip[mpi-(7, 9)-u]",
+    "test_zarr_round_trip[mpi-",
+    "test_hdf5_round_trip[mpi-",
     "test_dataset_netcdf_round_trip_matches_xarray_file[mpi-c]",
     "test_dataset_zarr_round_trip[mpi-b]",
     "test_a_failed_write_does_not_look_complete",
     "test_chunk_manager_opens_files_distributed",
-    "test_stacks[float64-(3, 4, 2)-u]",
-    "test_flips[(3, 4, 5)-c2]",
-    "test_mathematical[(4, 5)-b-irregular]",
+    "test_stacks[u-mpi-",
+    "test_flips[c2-mpi-",
+    "test_mathematical[b-irregular-mpi-",
 ]
 
 
