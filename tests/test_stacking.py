@@ -200,3 +200,138 @@ def test_real_if_close(backend, kind):
     assert_eq(np.real_if_close(d, tol=1e-20), np.real_if_close(almost, tol=1e-20))
     x = dist(z.real, kind, backend)
     assert np.real_if_close(x) is x
+
+
+# -- triangles and diagonals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4,), (5, 6), (0, 3), (3, 4, 5)], ids=str)
+def test_tril_triu(backend, kind, shape):
+    x = data(shape, np.int64)
+    a = dist(x, kind, backend)
+    for k in (-2, 0, 1, 7):
+        assert_eq(np.tril(a, k), np.tril(x, k))
+        assert_eq(np.triu(a, k), np.triu(x, k))
+
+
+def test_tril_keeps_the_layout(backend):
+    a = dist(data((6, 6)), "c2", backend)
+    assert np.tril(a).distribution == a.distribution
+
+
+@pytest.mark.parametrize("shape", [(5, 6), (6, 4), (0, 3), (3, 4, 5), (2, 3, 3, 2)], ids=str)
+def test_diagonal_and_trace(backend, kind, shape):
+    x = data(shape, np.complex128)
+    a = dist(x, kind, backend)
+    for offset in (-7, -1, 0, 2):
+        for axes in [(0, 1), (1, 0), (-1, 0)] if len(shape) > 2 else [(0, 1), (1, 0)]:
+            assert_eq(np.diagonal(a, offset, *axes), np.diagonal(x, offset, *axes))
+            assert_eq(np.trace(a, offset, *axes), np.trace(x, offset, *axes))
+    assert_eq(np.trace(a, dtype=np.complex64), np.trace(x, dtype=np.complex64))
+    with pytest.raises(ValueError, match="cannot be the same"):
+        np.diagonal(a, 0, 1, 1)
+    with pytest.raises(ValueError, match="at least two"):
+        np.diagonal(dist(data((4,)), kind, backend))
+
+
+@pytest.mark.parametrize("n", [0, 1, 6])
+def test_diag_and_diagflat(backend, kind, n):
+    v = data((n,), np.int64)
+    a = dist(v, kind, backend)
+    for k in (-2, 0, 3):
+        assert_eq(np.diag(a, k), np.diag(v, k))
+        assert_eq(np.diagflat(a, k), np.diagflat(v, k))
+    m = data((4, 5))
+    assert_eq(np.diag(dist(m, kind, backend), 1), np.diag(m, 1))
+    assert_eq(np.diagflat(dist(m, kind, backend)), np.diagflat(m))
+    with pytest.raises(ValueError, match="1- or 2-d"):
+        np.diag(dist(data((2, 2, 2)), kind, backend))
+
+
+# -- take, compress, extract ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(9,), (4, 6), (3, 4, 5)], ids=str)
+def test_take(backend, kind, shape):
+    x = data(shape, np.float64)
+    a = dist(x, kind, backend)
+    rng = np.random.default_rng(5)
+    for axis in (None, *range(len(shape))):
+        n = x.size if axis is None else shape[axis]
+        idx = rng.integers(-n, n, 7)
+        assert_eq(np.take(a, idx, axis), np.take(x, idx, axis))
+        assert_eq(np.take(a, [[0, n - 1], [1, 1]], axis), np.take(x, [[0, n - 1], [1, 1]], axis))
+        wide = rng.integers(-3 * n, 3 * n, 5)
+        for mode in ("wrap", "clip"):
+            assert_eq(np.take(a, wide, axis, mode=mode), np.take(x, wide, axis, mode=mode))
+        positive = np.abs(idx) % n
+        distributed = dapx.asarray(positive, backend=backend)
+        assert_eq(np.take(a, distributed, axis), np.take(x, positive, axis))
+    with pytest.raises(IndexError):
+        np.take(a, [x.size])
+    with pytest.raises(ValueError, match="clipmode"):
+        np.take(a, [0], mode="bogus")
+
+
+@pytest.mark.parametrize("shape", [(9,), (4, 6)], ids=str)
+def test_compress_and_extract(backend, kind, shape):
+    x = data(shape, np.int64)
+    a = dist(x, kind, backend)
+    for axis in (None, *range(len(shape))):
+        n = x.size if axis is None else shape[axis]
+        for cond in (x.ravel()[:n] > 0, (x.ravel()[: max(n - 2, 0)] > 0)):
+            assert_eq(np.compress(cond, a, axis), np.compress(cond, x, axis))
+            d = dapx.asarray(cond, backend=backend)
+            assert_eq(np.compress(d, a, axis), np.compress(cond, x, axis))
+    with pytest.raises(IndexError):
+        np.compress(np.ones(x.size + 1, bool), a)
+    mask = x % 3 == 0
+    assert_eq(np.extract(mask, a), np.extract(mask, x))
+    assert_eq(np.extract(dist(mask, kind, backend), a), np.extract(mask, x))
+
+
+# -- cumulative_sum/prod, ediff1d, trapezoid ------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (3, 5)], ids=str)
+def test_cumulative(backend, kind, shape):
+    x = data(shape, np.int64)
+    a = dist(x, kind, backend) if shape else dapx.asarray(x, backend=backend)
+    axes = [None] if len(shape) <= 1 else [0, 1, -1]
+    for axis in axes:
+        for f in (np.cumulative_sum, np.cumulative_prod):
+            for initial in (False, True):
+                kw = {"axis": axis, "include_initial": initial}
+                assert_eq(f(a, **kw), f(x, **kw))
+            assert_eq(f(a, axis=axis, dtype=np.float32), f(x, axis=axis, dtype=np.float32))
+    if len(shape) > 1:
+        with pytest.raises(ValueError, match="axis"):
+            np.cumulative_sum(a)
+
+
+@pytest.mark.parametrize("shape", [(1,), (8,), (3, 4)], ids=str)
+def test_ediff1d(backend, kind, shape):
+    x = data(shape, np.int64)
+    a = dist(x, kind, backend)
+    assert_eq(np.ediff1d(a), np.ediff1d(x))
+    assert_eq(np.ediff1d(a, to_end=[9, 8], to_begin=-1), np.ediff1d(x, to_end=[9, 8], to_begin=-1))
+    ends = dapx.asarray(np.array([5, 6]), backend=backend)
+    assert_eq(np.ediff1d(a, to_end=ends), np.ediff1d(x, to_end=[5, 6]))
+    with pytest.raises(TypeError, match="same_kind"):
+        np.ediff1d(a, to_end=[0.5])
+
+
+@pytest.mark.parametrize("shape", [(2,), (9,), (4, 6), (2, 3, 4)], ids=str)
+def test_trapezoid(backend, kind, shape):
+    y = data(shape)
+    a = dist(y, kind, backend)
+    for axis in range(-len(shape), len(shape)):
+        n = shape[axis]
+        assert_eq(np.trapezoid(a, axis=axis), np.trapezoid(y, axis=axis))
+        assert_eq(np.trapezoid(a, dx=0.5, axis=axis), np.trapezoid(y, dx=0.5, axis=axis))
+        xs = np.sort(data((n,), seed=9))
+        assert_eq(np.trapezoid(a, xs, axis=axis), np.trapezoid(y, xs, axis=axis))
+        distributed = dapx.asarray(xs, backend=backend, dist="c")
+        assert_eq(np.trapezoid(a, distributed, axis=axis), np.trapezoid(y, xs, axis=axis))
+    full = data(shape, seed=4)
+    assert_eq(np.trapezoid(a, dist(full, kind, backend)), np.trapezoid(y, full))

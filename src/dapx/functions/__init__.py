@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from . import (  # noqa: F401 (each module registers its np.* implementations)
     broadcasting,
+    calculus,
     contraction,
+    diagonals,
     joining,
     linalg,
     manipulation,
@@ -19,6 +21,7 @@ from . import (  # noqa: F401 (each module registers its np.* implementations)
     random,
     reductions,
     scans,
+    selection,
     shaping,
     sorting,
     stacking,

@@ -47,6 +47,8 @@ __all__ = [
     "accumulate",
     "cumprod",
     "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
     "nancumprod",
     "nancumsum",
     "outer",
@@ -197,6 +199,47 @@ def cumprod(a: DistributedArray, axis: Axis = None, dtype=None, out=None) -> Dis
     array([  1,   2,   6,  24, 120])
     """
     return _accumulate(np.multiply, a, axis, dtype, out, flatten=True)
+
+
+def _cumulative(ufunc, identity, x, axis, dtype, out, include_initial):
+    """NumPy 2's ``cumulative_sum``/``_prod`` (array API): 0-d as 1-d, an optional initial."""
+    from .joining import concatenate
+    from .shaping import reshape, write_into
+
+    x = as_distributed(x, None)
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(
+                "For arrays which have more than one dimension ``axis`` argument is required."
+            )
+        axis = 0
+    result = _accumulate(ufunc, x, axis, dtype, None, flatten=False)
+    if include_initial:
+        axis = normalize_axis_index(axis, x.ndim)
+        shape = list(x.shape)
+        shape[axis] = 1
+        result = concatenate([np.full(shape, identity, result.dtype), result], axis=axis)
+    return result if out is None else write_into(single_out(out), result)
+
+
+@implements(np.cumulative_sum)
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`numpy.cumulative_sum` (the array API's), partials carried in rank order.
+
+    >>> import numpy as np, dapx
+    >>> x = dapx.arange(1, 4, backend=dapx.simulated(2))
+    >>> np.cumulative_sum(x, include_initial=True).gather()
+    array([0, 1, 3, 6])
+    """
+    return _cumulative(np.add, 0, x, axis, dtype, out, include_initial)
+
+
+@implements(np.cumulative_prod)
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`numpy.cumulative_prod` (the array API's)."""
+    return _cumulative(np.multiply, 1, x, axis, dtype, out, include_initial)
 
 
 @implements(np.nancumsum)
