@@ -13,6 +13,7 @@ from . import (  # noqa: F401 (each module registers its np.* implementations)
     diagonals,
     joining,
     linalg,
+    linear_algebra,
     manipulation,
     mathematical,
     nanreductions,

@@ -6,6 +6,9 @@ Two routes, chosen from the operands' shapes alone:
   other distributed operands (a matrix times a vector, a distributed array
   times a NumPy array, a full contraction) is `numpy.einsum`: local work
   plus a reduction of partials, in `dapx.functions.contraction`;
+* two distributed stacks of matrices: each pair of matrices is made whole
+  on one rank with the stack spread over the ranks
+  (`dapx.functions.whole_core.on_whole_core`);
 * otherwise (a distributed matrix times a distributed matrix, or an outer
   product) the operands are brought to row blocks, ``(M, K) @ (K, N)``, and
   the row blocks of the right operand travel round a ring of the ranks:
@@ -212,6 +215,14 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
     batch1 = s1[:-2] if nd1 > 1 else ()
     batch2 = s2[:-2] if nd2 > 1 else ()
     batch = np.broadcast_shapes(batch1, batch2)
+    if nd1 > 1 and nd2 > 1 and _distributed(x1) and _distributed(x2):
+        # Two distributed stacks: each pair of matrices whole on one rank, the stack spread.
+        from .whole_core import on_whole_core
+
+        left = np.broadcast_to(x1, (*batch, *s1[-2:]))
+        right = np.broadcast_to(x2, (*batch, *s2[-2:]))
+        (product,) = on_whole_core(np.matmul, [left, right], [2, 2], "np.matmul")
+        return _finish(product, out, dtype)
     letters = _letters(len(batch), 3)
     sub1 = letters[len(letters) - len(batch1) :] + ("ij" if nd1 > 1 else "j")
     sub2 = letters[len(letters) - len(batch2) :] + ("jk" if nd2 > 1 else "j")
