@@ -11,6 +11,7 @@ from . import (  # noqa: F401 (each module registers its np.* implementations)
     calculus,
     contraction,
     diagonals,
+    fourier,
     joining,
     linalg,
     linear_algebra,
