@@ -15,7 +15,7 @@ import argparse
 
 import numpy as np
 
-import dapx  # noqa: F401 (registers the implementations)
+import dapx
 from dapx.core.dispatch import HANDLED_FUNCTIONS
 
 NAMESPACES = {

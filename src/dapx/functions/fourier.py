@@ -104,8 +104,8 @@ def _many_axes(func, name, default_last):
         "    >>> import numpy as np, dapx\n"
         "    >>> x = np.arange(16.0).reshape(4, 4)\n"
         "    >>> a = dapx.asarray(x[None].repeat(3, 0), backend=dapx.simulated(3))\n"
-        f"    >>> np.allclose(np.fft.{func.__name__}(a).gather()[1], "
-        f"np.fft.{func.__name__}(x[None].repeat(3, 0))[1])\n"
+        f"    >>> np.allclose(np.fft.{func.__name__}(a, axes=(1, 2)).gather()[1], "
+        f"np.fft.{func.__name__}(x[None].repeat(3, 0), axes=(1, 2))[1])\n"
         "    True\n"
     )
     return transform

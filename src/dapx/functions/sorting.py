@@ -25,7 +25,15 @@ from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap, UnstructuredMap
 from .shaping import _is_trivial, clean_distribution, from_replicated, owned_block, ravel
 
-__all__ = ["argsort", "searchsorted", "sort"]
+__all__ = [
+    "argpartition",
+    "argsort",
+    "lexsort",
+    "partition",
+    "searchsorted",
+    "sort",
+    "sort_complex",
+]
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
@@ -224,3 +232,66 @@ def searchsorted(a, v, side="left", sorter=None):
         values = values[np.argsort(a.distribution.owned_indices(r)[0], kind="stable")]
         partials[r] = np.searchsorted(values, v, side=side)
     return a.backend.combine(partials, np.add)
+
+
+# -- partitions, lexsort, complex sort: through the stable distributed sort ---------------------
+
+
+def _check_kth(a, kth, axis) -> None:
+    n = a.shape[normalize_axis_index(axis, a.ndim)] if axis is not None else a.size
+    for k in np.atleast_1d(kth):
+        if not -n <= int(k) < n:
+            raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """`numpy.partition`: a full stable sort, which is one valid partition.
+
+    # Note: NumPy leaves the order within each side unspecified; dapx sorts fully.
+    """
+    if order is not None:
+        raise NotImplementedError("partition with order= (structured dtypes) is not implemented")
+    if axis is None:
+        a, axis = ravel(a), -1
+    _check_kth(a, kth, axis)
+    return sort(a, axis)
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """`numpy.argpartition`: the indices of a full stable sort (one valid partition)."""
+    if order is not None:
+        raise NotImplementedError("argpartition with order= is not implemented")
+    if axis is None:
+        a, axis = ravel(a), -1
+    _check_kth(a, kth, axis)
+    return argsort(a, axis)
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    """`numpy.lexsort` of 1-d keys: successive stable argsorts, the last key primary."""
+    keys = (
+        list(keys)
+        if not isinstance(keys, DistributedArray)
+        else [keys[i] for i in range(len(keys))]
+    )
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if any(np.ndim(k) != 1 for k in keys) or normalize_axis_index(axis, 1) != 0:
+        raise NotImplementedError("dapx's lexsort takes 1-d keys (axis=-1)")
+    order = argsort(keys[0])
+    for key in keys[1:]:
+        order = order[argsort(key[order])]
+    return order
+
+
+@implements(np.sort_complex)
+def sort_complex(a):
+    """`numpy.sort_complex`: a stable sort, as a complex array."""
+    result = sort(a)
+    if result.dtype.kind == "c":
+        return result
+    target = np.sort_complex(np.zeros(1, result.dtype)).dtype
+    return result.astype(target)
