@@ -186,6 +186,7 @@ ARRAY_TESTS = [
         "numpy_linalg",
         "fourier",
         "numpy_library",
+        "arranging",
     )
 ]
 
@@ -274,6 +275,9 @@ ARRAY_SUBSET = [
     "test_put_place_putmask_copyto[u-mpi-",
     "test_partition_and_argpartition[c2-mpi-",
     "test_memory_types_paths_and_printing[b-irregular-mpi",
+    "test_insert_and_delete[c2-mpi-",
+    "test_spaced_values[u-mpi",
+    "test_apply_along_axis[b-mpi-",
 ]
 
 

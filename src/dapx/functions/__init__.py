@@ -7,12 +7,15 @@ importing this package registers them all.
 from __future__ import annotations
 
 from . import (  # noqa: F401 (each module registers its np.* implementations)
+    along_axis,
+    arranging,
     broadcasting,
     calculus,
     contraction,
     diagonals,
     elementwise_library,
     fourier,
+    grids,
     introspection,
     joining,
     linalg,

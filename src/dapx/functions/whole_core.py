@@ -62,8 +62,13 @@ def on_whole_core(
     core: Sequence[int],
     name: str,
     error: type[Exception] = ValueError,
+    skip_empty: bool = False,
 ) -> tuple[DistributedArray, ...]:
     """``func(*blocks)`` with each operand's trailing ``core[i]`` axes whole on every rank.
+
+    With `skip_empty`, ranks whose stack is empty do not call `func` (for
+    functions such as `numpy.apply_along_axis` that refuse empty stacks) and
+    take the core shapes and dtypes of the results from the other ranks.
 
     The operands must have the same batch shape (the leading axes). Returns
     every output of `func` as a DistributedArray laid out like the batch.
@@ -80,8 +85,8 @@ def on_whole_core(
         size = sum(x.size for x in operands)
         if size > config.gather_warning_threshold:
             warnings.warn(
-                f"{name} of a single {first.shape} matrix makes it whole on one process; "
-                "a stack of matrices would be spread over the ranks",
+                f"{name}: the {first.shape} array is made whole on one process (no other axis is "
+                "left to spread over the ranks)",
                 GatherWarning,
                 stacklevel=4,
             )
@@ -97,23 +102,39 @@ def on_whole_core(
     target = moved[0].distribution
     results, errors = {}, {}
     for r in backend.local_ranks:
+        blocks = [x.locals[r] for x in moved]
+        if skip_empty and not np.prod(blocks[0].shape[:batch], dtype=int):
+            results[r], errors[r] = None, None
+            continue
         try:
-            out = func(*(x.locals[r] for x in moved))
-            results[r] = out if isinstance(out, tuple) else (out,)
+            out = func(*blocks)
+            results[r] = tuple(np.asarray(v) for v in (out if isinstance(out, tuple) else (out,)))
             errors[r] = None
         except Exception as e:  # e.g. a singular matrix on one rank: raised on every rank
             errors[r] = e
     raise_if_any_failed(backend, errors, error)
-    count = len(next(iter(results.values())))
     # NumPy's result dtype can depend on the data (eigvals of a real matrix are complex only
-    # when some are): every rank takes the widest any rank got.
-    kinds = backend.allgather(
-        {r: tuple(np.asarray(v).dtype.str for v in res) for r, res in results.items()}
+    # when some are): every rank takes the widest any rank got, and the core shapes of ranks
+    # that computed something.
+    described = backend.allgather(
+        {
+            r: None if res is None else tuple((v.shape[batch:], v.dtype.str) for v in res)
+            for r, res in results.items()
+        }
     )
-    dtypes = [np.result_type(*(k[i] for k in kinds)) for i in range(count)]
+    known = [d for d in described if d is not None]
+    if not known:
+        raise ValueError(f"{name}: every rank's stack is empty, so the result's shape is unknown")
+    count = len(known[0])
+    dtypes = [np.result_type(*(d[i][1] for d in known)) for i in range(count)]
+    cores = [known[0][i][0] for i in range(count)]
+    for r, res in results.items():
+        if res is None:
+            batch_shape = moved[0].locals[r].shape[:batch]
+            results[r] = tuple(np.empty(batch_shape + cores[i], dtypes[i]) for i in range(count))
     outputs = []
     for i in range(count):
-        blocks = {r: np.asarray(res[i]).astype(dtypes[i], copy=False) for r, res in results.items()}
+        blocks = {r: res[i].astype(dtypes[i], copy=False) for r, res in results.items()}
         sample = next(iter(blocks.values()))
         layout = _result_layout(target, batch, sample.shape[batch:])
         result = new_array(layout, blocks, backend, dtypes[i])
