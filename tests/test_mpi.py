@@ -187,6 +187,7 @@ ARRAY_TESTS = [
         "fourier",
         "numpy_library",
         "arranging",
+        "statistics_sets",
     )
 ]
 
@@ -278,6 +279,10 @@ ARRAY_SUBSET = [
     "test_insert_and_delete[c2-mpi-",
     "test_spaced_values[u-mpi",
     "test_apply_along_axis[b-mpi-",
+    "test_unique[u-mpi-",
+    "test_set_operations[c-mpi-",
+    "test_histogram[b-irregular-mpi-",
+    "test_cov_and_corrcoef[c2-mpi-",
 ]
 
 

@@ -1,0 +1,211 @@
+"""Unique values and set operations, through the distributed stable sort.
+
+The flattened array is sorted (a sample sort: `dapx.functions.sorting`), the
+first of each run of equal values is flagged by comparing neighbours (one
+boundary element moves between ranks), and the flagged values are selected.
+Counts, first indices and the inverse come from the flags' positions, the
+sort order and a cumulative sum, all distributed. Every result is a 1-d
+array in even blocks over the ranks (its length depends on the data).
+Set operations sort the concatenated unique values of both operands and
+compare neighbours the same way.
+
+# Note: ``unique`` along an ``axis`` (unique sub-arrays) is not implemented.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..core.array import DistributedArray
+from ..core.dispatch import implements
+from ..layout.distribution import Distribution
+from .joining import concatenate
+from .manipulation import flatnonzero
+from .scans import cumsum
+from .shaping import from_replicated, ravel, reshape
+from .sorting import argsort, sort
+
+__all__ = [
+    "intersect1d",
+    "setdiff1d",
+    "setxor1d",
+    "union1d",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+]
+
+UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def _balanced(x: DistributedArray) -> DistributedArray:
+    """`x` (1-d) in even blocks over the ranks: data-dependent lengths get a known layout."""
+    return x.redistribute(Distribution.create(x.shape, "b", nranks=x.backend.nranks))
+
+
+def _first_flags(s: DistributedArray, equal_nan: bool) -> DistributedArray:
+    """True where a sorted 1-d array starts a new run of equal values."""
+    head = np.ones(min(s.shape[0], 1), bool)
+    differ = s[1:] != s[:-1]
+    if equal_nan and s.dtype.kind in "fc":
+        differ = differ & ~(np.isnan(s[1:]) & np.isnan(s[:-1]))
+    return concatenate([head, differ])
+
+
+def _unique(ar, return_index, return_inverse, return_counts, equal_nan):
+    flat = ravel(ar)
+    n = flat.shape[0]
+    need_order = return_index or return_inverse
+    order = argsort(flat) if need_order else None
+    s = flat[order] if need_order else sort(flat)
+    flags = _first_flags(s, equal_nan)
+    values = _balanced(s[flags])
+    out = [values]
+    if return_index or return_counts:
+        starts = flatnonzero(flags)
+    if return_index:
+        out.append(_balanced(order[starts]))
+    if return_inverse:
+        run = cumsum(flags) - 1
+        inverse = np.empty_like(order)
+        inverse[order] = run
+        inverse_ndim = np.unique(np.zeros((1,) * max(ar.ndim, 1)), return_inverse=True)[1].ndim
+        out.append(reshape(inverse, ar.shape) if inverse_ndim == ar.ndim and ar.ndim else inverse)
+    if return_counts:
+        ends = concatenate([starts[1:], np.array([n], starts.dtype)])
+        out.append(_balanced(ends - starts))
+    return out
+
+
+@implements(np.unique)
+def unique(
+    ar,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    axis=None,
+    *,
+    equal_nan=True,
+    sorted=True,
+):
+    """`numpy.unique` of the flattened array (sorted), with indices, inverse and counts.
+
+    >>> import numpy as np, dapx
+    >>> a = dapx.asarray([3, 1, 3, 2, 1], backend=dapx.simulated(2))
+    >>> [r.gather().tolist() for r in np.unique(a, return_counts=True)]
+    [[1, 2, 3], [2, 1, 2]]
+    """
+    if axis is not None:
+        raise NotImplementedError("np.unique along an axis (unique sub-arrays) is not implemented")
+    out = _unique(ar, return_index, return_inverse, return_counts, equal_nan)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@implements(np.unique_values)
+def unique_values(x):
+    """`numpy.unique_values`, sorted (NumPy leaves the order unspecified); NaNs distinct."""
+    return _unique(x, False, False, False, equal_nan=False)[0]
+
+
+@implements(np.unique_counts)
+def unique_counts(x):
+    """`numpy.unique_counts`, sorted; NaNs distinct."""
+    return UniqueCountsResult(*_unique(x, False, False, True, equal_nan=False))
+
+
+@implements(np.unique_inverse)
+def unique_inverse(x):
+    """`numpy.unique_inverse`, sorted; the inverse has `x`'s shape."""
+    values, inverse = _unique(x, False, True, False, equal_nan=False)
+    if inverse.shape != x.shape:
+        inverse = reshape(inverse, x.shape)
+    return UniqueInverseResult(values, inverse)
+
+
+@implements(np.unique_all)
+def unique_all(x):
+    """`numpy.unique_all`, sorted; the inverse has `x`'s shape."""
+    values, index, inverse, counts = _unique(x, True, True, True, equal_nan=False)
+    if inverse.shape != x.shape:
+        inverse = reshape(inverse, x.shape)
+    return UniqueAllResult(values, index, inverse, counts)
+
+
+def _flat(x, like):
+    if isinstance(x, DistributedArray):
+        return ravel(x)
+    return from_replicated(np.ravel(x), like.backend)
+
+
+def _backend_of(*xs):
+    return next(x for x in xs if isinstance(x, DistributedArray))
+
+
+@implements(np.union1d)
+def union1d(ar1, ar2):
+    """`numpy.union1d`: the unique values of both."""
+    like = _backend_of(ar1, ar2)
+    return unique(concatenate([_flat(ar1, like), _flat(ar2, like)]))
+
+
+@implements(np.intersect1d)
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    """`numpy.intersect1d`: sorted values present in both."""
+    if return_indices:
+        raise NotImplementedError("np.intersect1d with return_indices=True is not implemented")
+    like = _backend_of(ar1, ar2)
+    a, b = _flat(ar1, like), _flat(ar2, like)
+    if not assume_unique:
+        a, b = unique(a), unique(b)
+    aux = sort(concatenate([a, b]))
+    if aux.shape[0] < 2:
+        return _balanced(aux[:0])
+    return _balanced(aux[:-1][aux[1:] == aux[:-1]])
+
+
+@implements(np.setxor1d)
+def setxor1d(ar1, ar2, assume_unique=False):
+    """`numpy.setxor1d`: sorted values in exactly one of the two."""
+    like = _backend_of(ar1, ar2)
+    a, b = _flat(ar1, like), _flat(ar2, like)
+    if not assume_unique:
+        a, b = unique(a), unique(b)
+    aux = sort(concatenate([a, b]))
+    if aux.shape[0] == 0:
+        return _balanced(aux)
+    ends = np.ones(1, bool)
+    flag = concatenate([ends, aux[1:] != aux[:-1], ends])
+    return _balanced(aux[flag[1:] & flag[:-1]])
+
+
+@implements(np.setdiff1d)
+def setdiff1d(ar1, ar2, assume_unique=False):
+    """`numpy.setdiff1d`: the values of `ar1` not in `ar2` (one merged stable sort).
+
+    Sorted and unique, or with ``assume_unique=True`` in the order of `ar1`, as NumPy.
+    """
+    like = _backend_of(ar1, ar2)
+    a, b = _flat(ar1, like), unique(_flat(ar2, like))
+    if not assume_unique:
+        a = unique(a)
+    values = concatenate([a, b])
+    tags = concatenate([np.zeros_like(a, dtype=bool), np.ones_like(b, dtype=bool)])
+    order = argsort(values)  # stable: an element of a comes before an equal one of b
+    s, t = values[order], tags[order]
+    if s.shape[0] == 0:
+        return _balanced(s)
+    last = np.zeros(1, bool)
+    # An element of a is dropped when the next sorted element is equal and comes from b.
+    dropped = concatenate([(s[1:] == s[:-1]) & t[1:], last])
+    keep = ~t & ~dropped
+    if not assume_unique:
+        return _balanced(s[keep])
+    kept = np.empty_like(keep)
+    kept[order] = keep  # back in the order of a (then b)
+    return _balanced(a[kept[: a.shape[0]]])
