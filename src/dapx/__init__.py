@@ -121,6 +121,7 @@ from .functions.overlap import map_overlap
 
 __all__ += ["map_overlap"]
 
+from .interop import array_api  # noqa: F401 (x.__array_namespace__())
 from .interop.io import from_array, from_hdf5, from_zarr, open_zarr
 
 __all__ += ["from_array", "from_hdf5", "from_zarr", "open_zarr"]

@@ -250,6 +250,42 @@ class ArrayMethods:
         """
         return array_method("astype")(self, dtype, order, casting, subok, copy)
 
+    # -- the array API standard (dapx.interop.array_api) -------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        """The array API namespace of dapx (``dapx.interop.array_api``)."""
+        return array_method("array_namespace")(api_version)
+
+    @property
+    def device(self):
+        """The array's device: its backend."""
+        return self.backend
+
+    def to_device(self, device, /, *, stream=None):
+        """The array on `device` (its own backend only: moving between backends is not done)."""
+        if device is not self.backend:
+            raise ValueError(
+                f"cannot move an array from {self.backend!r} to {device!r}; dapx's devices are "
+                "backends, and arrays do not move between them"
+            )
+        return self
+
+    @property
+    def mT(self):
+        """The last two axes swapped: the array API's matrix transpose."""
+        if self.ndim < 2:
+            raise ValueError("mT needs an array of at least two dimensions")
+        return np.matrix_transpose(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # Note: DLPack describes one buffer; a distributed array is many. Blocks export it.
+        raise BufferError(
+            "a DistributedArray is not one buffer and cannot export DLPack; export a block "
+            "instead: a.local(rank).__dlpack__()"
+        )
+
+    def __dlpack_device__(self):
+        raise BufferError("a DistributedArray has no single DLPack device; see a.local(rank)")
+
     # -- files (dapx.interop.io) ----------------------------------------------------------
     def to_zarr(
         self,

@@ -54,6 +54,10 @@ def _ring_matmul(a: DistributedArray, b: DistributedArray) -> DistributedArray:
     nranks = backend.nranks
     (m, k), n = a.shape, b.shape[1]
     dtype = np.result_type(a.dtype, b.dtype)
+    if 0 in (m, k, n):  # an empty product: nothing to pass round (zeros when only k is 0)
+        from ..core.creation import zeros
+
+        return zeros((m, n), dtype, dist=("b", "n"), backend=backend)
     left = a.redistribute(Distribution.create((m, k), ("b", "n"), nranks=nranks))
     right = b.redistribute(Distribution.create((k, n), ("b", "n"), nranks=nranks))
     bounds = right.distribution.maps[0].bounds
@@ -280,7 +284,8 @@ def outer(a, b, out=None):
     """
     a = np.reshape(a, -1) if np.ndim(a) != 1 else a
     b = np.reshape(b, -1) if np.ndim(b) != 1 else b
-    return _finish(tensordot(a, b, axes=0), out, None)
+    # A broadcast product (as NumPy computes it: -0 stays -0, unlike a contraction).
+    return _finish(np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1))), out, None)
 
 
 @implements(np.vdot)
@@ -323,13 +328,24 @@ def apply_gufunc(ufunc, inputs, kwargs):
 
 def _vector_product(name: str, x1, x2, /, out=None, *, axes=None, axis=None, dtype=None, **kwargs):
     """`numpy.vecdot`, `numpy.matvec`, `numpy.vecmat` as a broadcast product and a sum."""
-    if kwargs or axes is not None or axis is not None:
+    if kwargs or (axes is not None and name != "vecdot"):
         raise NotImplementedError(
             f"np.{name} with {sorted(kwargs) or ['axes']} is not implemented for DistributedArray"
         )
     if name == "vecdot":
+        if axes is not None:
+            axis = axes[0][0] if np.ndim(axes[0]) else axes[0]
+            second = axes[1][0] if np.ndim(axes[1]) else axes[1]
+            x2 = np.moveaxis(x2, second, -1)
+            x1 = np.moveaxis(x1, axis, -1)
+        elif axis is not None:
+            x1, x2 = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
+        if np.ndim(x1) == 0 or np.ndim(x2) == 0 or np.shape(x1)[-1] != np.shape(x2)[-1]:
+            raise ValueError(
+                f"vecdot: the vector dimensions differ: shapes {np.shape(x1)} and {np.shape(x2)}"
+            )
         product = np.multiply(np.conjugate(x1) if np.iscomplexobj(x1) else x1, x2)
-        result = np.sum(product, axis=-1)
+        result = np.sum(product, axis=-1, dtype=product.dtype)
     elif name == "matvec":  # (..., m, n) x (..., n) -> (..., m)
         result = np.sum(np.multiply(x1, np.expand_dims(x2, -2)), axis=-1)
     else:  # vecmat: (..., n) x (..., n, m) -> (..., m)

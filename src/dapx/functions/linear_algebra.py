@@ -198,6 +198,18 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
     kwargs = {"hermitian": hermitian}
     if rcond is not None:
         kwargs["rcond"] = rcond
+    if rtol is not np._NoValue and rtol is not None and np.ndim(rtol):
+        # One tolerance per matrix: laid out with the stack, each rank its own.
+        tol = as_distributed_operand(rtol, a)
+        tol = np.broadcast_to(tol, a.shape[:-2]).astype(np.result_type(tol.dtype, float))
+        (result,) = on_whole_core(
+            lambda m, t: la.pinv(m, rtol=t, **kwargs),
+            [a, tol],
+            [2, 0],
+            "np.linalg.pinv",
+            LinAlgError,
+        )
+        return result
     if rtol is not np._NoValue:
         kwargs["rtol"] = rtol
     return _one(la.pinv, a, 2, "np.linalg.pinv", **kwargs)
@@ -208,6 +220,18 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     """`numpy.linalg.matrix_rank` of each matrix (a vector's rank as NumPy's)."""
     if A.ndim < 2:
         return (np.any(A != 0)).astype(np.intp)
+    for name, value in (("tol", tol), ("rtol", rtol)):
+        if value is not None and np.ndim(value):
+            t = np.broadcast_to(as_distributed_operand(value, A), A.shape[:-2]).astype(float)
+            kw = {"tol": None, "rtol": None, "hermitian": hermitian}
+            (result,) = on_whole_core(
+                lambda m, v, name=name, kw=kw: la.matrix_rank(m, **{**kw, name: v}),
+                [A, t],
+                [2, 0],
+                "np.linalg.matrix_rank",
+                LinAlgError,
+            )
+            return result
     return _one(la.matrix_rank, A, 2, "np.linalg.matrix_rank", tol, hermitian, rtol=rtol)
 
 
@@ -321,8 +345,12 @@ def tensordot(x1, x2, /, *, axes=2):
 @implements(la.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
     """`numpy.linalg.vecdot`: the conjugate of `x1` times `x2`, summed along `axis`."""
+    if np.shape(x1)[axis] != np.shape(x2)[axis]:
+        raise ValueError(
+            f"vecdot: the vector dimensions differ: shapes {np.shape(x1)} and {np.shape(x2)}"
+        )
     product = np.multiply(np.conjugate(x1) if np.iscomplexobj(x1) else x1, x2)
-    return sum_(product, axis=axis)
+    return sum_(product, axis=axis, dtype=product.dtype)
 
 
 @implements(la.trace)

@@ -187,15 +187,14 @@ def searchsorted(a, v, side="left", sorter=None):
     """`numpy.searchsorted` on a sorted 1-d DistributedArray `a`.
 
     Each rank searches the elements it owns (in global order) and the counts
-    are summed over ranks with `Backend.combine`. `v` must be local: a NumPy
-    array or scalar (or a 0-d DistributedArray); the result is a NumPy array
-    of ``v``'s shape, the same on every process.
+    are summed over ranks with `Backend.combine`. For a NumPy `v` (or a 0-d
+    DistributedArray) the result is a NumPy array of ``v``'s shape, the same
+    on every process.
 
-    Raises
-    ------
-    NotImplementedError
-        For a distributed `v` with dimensions (each rank would need all of
-        it) and for `sorter`.
+    A distributed `v` gives a result laid out like `v`: every rank searches
+    its own elements in the whole of `a` (gathered, with a
+    `dapx.GatherWarning` above the gather threshold). `sorter` reorders `a`
+    first (one exchange).
 
     Examples
     --------
@@ -206,26 +205,22 @@ def searchsorted(a, v, side="left", sorter=None):
     """
     if side not in ("left", "right"):
         raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
-    if sorter is not None:
-        raise NotImplementedError(
-            "searchsorted with sorter= is not implemented for "
-            "DistributedArray: sort the array first"
-        )
-    if not isinstance(a, DistributedArray):
-        raise NotImplementedError(
-            "searchsorted into a NumPy array with a distributed v is "
-            "not implemented: gather v explicitly"
-        )
-    if a.ndim != 1:
+    if np.ndim(a) != 1:
         raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        a = a[sorter]  # the sorted array, one exchange (fancy indexing)
+    if isinstance(v, DistributedArray) and v.ndim:
+        # Every rank searches its own elements of v in the whole of `a` (gathered, with a
+        # GatherWarning when large): the result is laid out like v.
+        from .manipulation import _blockwise
+        from .scans import whole
+
+        haystack = whole(a, "np.searchsorted's sorted array")
+        return _blockwise(lambda x: np.searchsorted(haystack, x, side=side), [v])
+    if not isinstance(a, DistributedArray):
+        return np.searchsorted(a, v, side=side)
     if isinstance(v, DistributedArray):
-        # Note: v must be local (NumPy or 0-d); the result is a NumPy array, as in NumPy.
-        if v.ndim:
-            raise NotImplementedError(
-                "searchsorted with a distributed v is not implemented (every rank would need "
-                "all of v): pass v.gather() explicitly"
-            )
-        v = v.locals[v.backend.local_ranks[0]]
+        v = v.locals[v.backend.local_ranks[0]]  # 0-d: replicated
     partials = {}
     for r in a.backend.local_ranks:
         values = owned_block(a, r)
