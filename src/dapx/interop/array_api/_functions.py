@@ -203,10 +203,10 @@ def floor_divide(x1, x2, /):
     # Note: NumPy (and dapx's ``//``) give NaN for ``inf // 2`` and -1 for ``1 // -inf``;
     # the standard asks for +inf and -0 there.
     """
-    result = np.floor_divide(x1, x2)
     if np.result_type(x1, x2).kind != "f":
-        return result
-    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.floor_divide(x1, x2)
+    with np.errstate(invalid="ignore", divide="ignore"):  # the cases fixed below
+        result = np.floor_divide(x1, x2)
         quotient = np.divide(x1, x2)
         special = (np.isinf(x1) & np.isfinite(x2) & (x2 != 0)) | (np.isfinite(x1) & np.isinf(x2))
         return np.where(special, quotient, result)
