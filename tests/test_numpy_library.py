@@ -9,6 +9,8 @@ checked to warn.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -246,3 +248,46 @@ def test_saving_points_to_the_parallel_writers(backend, tmp_path):
     for save in (np.save, np.savez, np.savez_compressed, np.savetxt):
         with pytest.raises(TypeError, match="to_zarr"):
             save(tmp_path / "x", a)
+
+
+# -- ufunc.at and ufunc.reduceat ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(9,), (4, 5)], ids=str)
+def test_ufunc_at(backend, kind, shape):
+    x = data(shape)
+    rng = np.random.default_rng(9)
+    index = tuple(rng.integers(0, n, 12) for n in shape)  # repeats apply repeatedly
+    for ufunc, b in ((np.add, 1.5), (np.multiply, data((12,), seed=4)), (np.negative, None)):
+        a, y = dist(x, kind, backend), x.copy()
+        if b is None:
+            ufunc.at(a, index)
+            ufunc.at(y, index)
+        else:
+            ufunc.at(a, index, b)
+            ufunc.at(y, index, b)
+        assert_eq(a, y)
+    a, y = dist(x, kind, backend), x.copy()
+    np.add.at(a, (slice(None),) * (len(shape) - 1) + ([0, 0, 1],), 2.0)
+    np.add.at(y, (slice(None),) * (len(shape) - 1) + ([0, 0, 1],), 2.0)
+    assert_eq(a, y)
+    h = dapx.asarray(x, halo=1, backend=backend)
+    np.add.at(h, index, 1.0)
+    y = x.copy()
+    np.add.at(y, index, 1.0)
+    assert_eq(h, y)
+
+
+@pytest.mark.parametrize("shape", [(10,), (4, 6)], ids=str)
+def test_ufunc_reduceat(backend, kind, shape):
+    x = data(shape)
+    a = dist(x, kind, backend)
+    # A 1-d array has no other axis to spread: it is made whole on one process.
+    whole = pytest.warns(dapx.GatherWarning) if len(shape) == 1 else contextlib.nullcontext()
+    for axis in range(len(shape)):
+        n = shape[axis]
+        for indices in ([0, 2, 3], [1, 0, n - 1], [0]):
+            for ufunc in (np.add, np.maximum):
+                with whole:
+                    got = ufunc.reduceat(a, indices, axis=axis)
+                assert_eq(got, ufunc.reduceat(x, indices, axis=axis))

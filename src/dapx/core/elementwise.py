@@ -244,6 +244,6 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         return array_method("gufunc")(ufunc, inputs, dict(kwargs))
     if method == "__call__":
         return _call(ufunc, inputs, dict(kwargs))
-    if method in ("reduce", "accumulate", "outer"):
+    if method in ("reduce", "accumulate", "outer", "at", "reduceat"):
         return array_method(f"ufunc.{method}")(ufunc, *inputs, **kwargs)
     return NotImplemented

@@ -38,6 +38,7 @@ from . import (  # noqa: F401 (each module registers its np.* implementations)
     sorting,
     stacking,
     statistics,
+    ufunc_methods,
     unravel,
     windows,
 )
