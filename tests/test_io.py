@@ -478,3 +478,21 @@ def test_parallel_hdf5_is_detected_not_required(backend):
     from dapx.interop.io import parallel_hdf5
 
     assert parallel_hdf5(backend) == (backend.name == "mpi" and bool(h5py.get_config().mpi))
+
+
+def test_only_thread_safe_sources_are_read_concurrently(tmp_path):
+    from dapx.interop.io.reading import concurrent_safe
+
+    x = np.arange(12.0).reshape(3, 4)
+    z = zarr.create_array(tmp_path / "c.zarr", shape=x.shape, dtype=x.dtype, chunks=(1, 4))
+    z[...] = x
+    assert concurrent_safe(z)
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        f["x"] = x
+        assert not concurrent_safe(f["x"])
+    xr.Dataset({"x": (("a", "b"), x)}).to_zarr(tmp_path / "d.zarr", consolidated=False)
+    with xr.open_zarr(tmp_path / "d.zarr", chunks=None, consolidated=False) as ds:
+        assert concurrent_safe(ds.x.variable)
+        got = ds.dap.distribute(a=3, backend=dapx.simulated(3))  # three reads at once
+        np.testing.assert_array_equal(got.x.dap.gather().values, x)
+    assert not concurrent_safe(x)

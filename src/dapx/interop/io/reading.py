@@ -16,7 +16,10 @@ for `dapx.asarray`, they hold zeros until ``a.update_halos()``.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -30,7 +33,7 @@ from ...layout.distribution import Distribution
 from .progress import progress_bar
 from .sources import shippable
 
-__all__ = ["dim_reads", "from_array", "read_block"]
+__all__ = ["concurrent_safe", "dim_reads", "from_array", "read_block", "read_rank"]
 
 
 def dim_reads(indices: np.ndarray) -> tuple[list[slice], np.ndarray | None]:
@@ -177,14 +180,36 @@ def _read(source, shape, dtype, dist, grid, backend, progress, options) -> Distr
     target = make_distribution(shape, dist, grid, backend, **options)
     ranks = backend.local_ranks
     shown = progress and 0 in ranks
-    blocks = {
-        r: read_rank(source, target, r, dtype)
-        for r in progress_bar(ranks, shown, "reading", len(ranks))
-    }
+    read = functools.partial(read_rank, source, target, dtype=dtype)
+    if len(ranks) > 1 and concurrent_safe(source):
+        # Several ranks in this process (the simulated backend): their reads run at once, so
+        # the store decodes every rank's chunks in parallel as one whole-array read would.
+        with ThreadPoolExecutor(min(len(ranks), os.cpu_count() or 1)) as pool:
+            results = list(progress_bar(pool.map(read, ranks), shown, "reading", len(ranks)))
+        blocks = dict(zip(ranks, results))
+    else:
+        blocks = {r: read(r) for r in progress_bar(ranks, shown, "reading", len(ranks))}
     return new_array(target, blocks, backend, dtype)
 
 
-def read_rank(source: Any, dist: Distribution, rank: int, dtype) -> np.ndarray:
+def concurrent_safe(source: Any) -> bool:
+    """Whether `source` may be read from several threads at once (zarr stores may).
+
+    xarray's lazily loaded variables are unwrapped to the backend array they
+    read from; h5py and netCDF4 serialize or are not thread-safe, so they are
+    read one rank after another.
+    """
+    inner = getattr(source, "_data", source)  # an xarray Variable's data
+    for _ in range(8):
+        if type(inner).__module__.startswith(("zarr", "xarray.backends.zarr")):
+            return True
+        inner = getattr(inner, "array", None)
+        if inner is None:
+            return False
+    return False
+
+
+def read_rank(source: Any, dist: Distribution, rank: int, dtype=None) -> np.ndarray:
     """`rank`'s block of `dist` read from `source` (ghost cells zero)."""
     if not dist.ndim:
         return read_block(source, (), dtype)

@@ -9,6 +9,8 @@ A store whose write failed keeps the mark, and `from_zarr` refuses it.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...backends import Backend, resolve_backend
@@ -81,8 +83,20 @@ def to_zarr(
     regions = list(owned_regions(aligned))
     if regions:
         z = zarr.open_array(store, path=component or "", mode="r+")
-        for _, region, values in progress_bar(regions, progress and writer_of(a), "writing"):
+
+        def write(item):
+            _, region, values = item
             z[region] = values
+
+        shown = progress and writer_of(a)
+        if len(regions) > 1:
+            # Several ranks here: their chunks are encoded and written at once (no chunk is
+            # shared, so the writes never overlap).
+            with ThreadPoolExecutor(min(len(regions), os.cpu_count() or 1)) as pool:
+                list(progress_bar(pool.map(write, regions), shown, "writing", len(regions)))
+        else:
+            for item in progress_bar(regions, shown, "writing"):
+                write(item)
     backend.barrier()
 
     def finish():

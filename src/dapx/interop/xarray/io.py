@@ -24,8 +24,10 @@ rank's block from them (see `dapx.interop.io.reading`).
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -138,9 +140,20 @@ def _write_zarr_regions(store, names, dims, arrays, progress) -> None:
         for _, region, values in owned_regions(a)
     ]
     shown = progress and 0 in arrays[0].backend.local_ranks
-    for name, d, region, values in progress_bar(work, shown, "writing zarr"):
+
+    def write(item):
+        name, d, region, values = item
         block = xr.Dataset({name: xr.Variable(d, values)})
         block.to_zarr(store, region=dict(zip(d, region)), mode="r+", consolidated=False)
+
+    if len(work) > 1:
+        # Several regions here (ranks of the simulated backend, or variables): written at
+        # once, as their chunks are disjoint.
+        with ThreadPoolExecutor(min(len(work), os.cpu_count() or 1)) as pool:
+            list(progress_bar(pool.map(write, work), shown, "writing zarr", len(work)))
+    else:
+        for item in progress_bar(work, shown, "writing zarr"):
+            write(item)
 
 
 def open_zarr(
