@@ -389,6 +389,11 @@ def parse_key(shape: tuple[int, ...], entries: list) -> list[tuple]:
                 raise err
             items.append(("i", dim, e % shape[dim]))
         elif e.dtype.kind == "b":
+            if e.size == 0 and e.shape != tuple(shape[dim : dim + e.ndim]):
+                # Note: NumPy accepts an empty mask of any shape: it selects nothing.
+                items.extend(("a", dim + j, np.zeros(0, np.intp)) for j in range(e.ndim))
+                dim += e.ndim
+                continue
             for j in range(e.ndim):
                 if e.shape[j] != shape[dim + j]:
                     raise IndexError(

@@ -260,6 +260,11 @@ def solve(a, b):
             LinAlgError,
         )
         return x
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # NumPy broadcasts the stacks
+    if a.shape[:-2] != batch:
+        a = np.broadcast_to(a, (*batch, *a.shape[-2:]))
+    if b.shape[:-2] != batch:
+        b = np.broadcast_to(b, (*batch, *b.shape[-2:]))
     (x,) = on_whole_core(la.solve, [a, b], [2, 2], "np.linalg.solve", LinAlgError)
     return x
 
