@@ -39,15 +39,41 @@ def _regular(bounds: np.ndarray) -> bool:
     return sizes.size <= 1 or ((sizes[:-1] == sizes[0]).all() and sizes[-1] <= sizes[0])
 
 
+#: The largest default chunk: a rank's block is cut into chunks no bigger, so that encoding
+#: and decoding one chunk at a time never needs much more memory than the block itself.
+CHUNK_BYTES = 64 * 2**20
+
+
 def default_chunks(a: DistributedArray) -> tuple[int, ...]:
-    """Chunks that `a`'s own blocks already are, where they can be; else ``ceil(size / ranks)``."""
+    """Chunks that divide `a`'s own blocks, at most `CHUNK_BYTES` each.
+
+    Regular blocks give the chunk shape (else ``ceil(size / ranks)`` per
+    dimension); a chunk larger than `CHUNK_BYTES` is divided along its leading
+    dimensions by divisors of its length, so chunk boundaries stay on block
+    boundaries.
+
+    Examples
+    --------
+    >>> import dapx
+    >>> a = dapx.zeros((400, 100, 1000), dist=("b", "n", "n"), backend=dapx.simulated(4))
+    >>> default_chunks(a)  # blocks of 100 rows are 80 MB: chunks of 50 rows
+    (50, 100, 1000)
+    """
     chunks = []
     for m, n in zip(a.distribution.maps, a.shape):
         if isinstance(m, BlockMap) and _regular(m.bounds):
             chunks.append(max(int(np.diff(m.bounds).max(initial=0)), 1))
         else:
             chunks.append(max(math.ceil(n / m.nprocs), 1))
+    itemsize = max(a.dtype.itemsize, 1)
+    for k in range(len(chunks)):
+        while math.prod(chunks) * itemsize > CHUNK_BYTES and chunks[k] > 1:
+            chunks[k] //= _smallest_factor(chunks[k])
     return tuple(chunks)
+
+
+def _smallest_factor(n: int) -> int:
+    return next((p for p in range(2, math.isqrt(n) + 1) if n % p == 0), n)
 
 
 def _check_chunks(chunks, shape) -> tuple[int, ...]:
