@@ -9,8 +9,9 @@ The script writes a float32 (time, lat, lon) array of about ``--gb`` GB
 (720 x 1440 per time step, values rounded to 0.01 so that zstd has something
 to compress) to a temporary directory, as zarr stores written the way xarray
 writes them: one with zarr's default compressor (zstd), one uncompressed. The
-chunks are the dapx blocks of 4 ranks along time (so 2 ranks own 2 chunks
-each). Then, in interleaved rounds (medians printed, ratios the medians of
+chunks are what dapx's writer chooses for 4 ranks: the blocks along time, cut
+into chunks of at most 64 MiB that divide them (every rank owns whole chunks).
+Then, in interleaved rounds (medians printed, ratios the medians of
 the per-round ratios), on the same store:
 
 * reads: ``zarr.open_array(...)[...]``, ``xr.open_zarr(chunks=None)`` then
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -63,6 +65,7 @@ import xarray as xr
 import zarr
 
 import dapx
+from dapx.interop.io.writing import CHUNK_BYTES
 
 LAT, LON = 720, 1440
 DIMS = ("time", "lat", "lon")
@@ -129,7 +132,11 @@ def steps(t0: int, t1: int) -> np.ndarray:
 
 
 def chunks_of(shape) -> tuple[int, int, int]:
-    return (shape[0] // 4, LAT, LON)
+    """dapx's default chunks of 4 ranks' blocks along time (at most CHUNK_BYTES each)."""
+    rows = shape[0] // 4
+    while rows * LAT * LON * 4 > CHUNK_BYTES and rows > 1:
+        rows //= next((p for p in range(2, math.isqrt(rows) + 1) if rows % p == 0), rows)
+    return (rows, LAT, LON)
 
 
 def zarr_kwargs(compressed: bool) -> dict:
