@@ -700,10 +700,12 @@ def test_searchsorted_errors(backend):
     a = dapx.arange(5.0, backend=backend)
     with pytest.raises(ValueError, match="search side"):
         np.searchsorted(a, 1, side="middle")
-    with pytest.raises(NotImplementedError, match="distributed v"):
-        np.searchsorted(a, a)
-    with pytest.raises(NotImplementedError, match="sorter"):
-        np.searchsorted(a, 1, sorter=np.arange(5))
+    # A distributed v: every rank searches its own elements in the whole of `a` (gathered).
+    with pytest.warns(dapx.GatherWarning, match="sorted array"):
+        assert_eq(np.searchsorted(a, a), np.arange(5))
+    order = np.arange(5)[::-1].copy()
+    reversed_a = dapx.asarray(np.arange(5.0)[::-1].copy(), backend=backend)
+    assert int(np.searchsorted(reversed_a, 2.5, sorter=order)) == 3
     with pytest.raises(ValueError, match="too deep"):
         np.searchsorted(dapx.zeros((2, 2), backend=backend), 1)
 

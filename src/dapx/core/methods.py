@@ -8,6 +8,8 @@ implementations live in `dapx.functions`). Defaults that NumPy leaves unset
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .dispatch import array_method
@@ -15,6 +17,26 @@ from .dispatch import array_method
 __all__ = ["ArrayMethods"]
 
 _NoValue = np._NoValue
+
+
+class _NotForXarray:
+    """``__array_namespace__``, except when xarray asks.
+
+    # Note: xarray routes every array that has ``__array_namespace__`` through
+    # its array-API adapter, which has no vectorized indexing and calls only
+    # the standard's functions; for xarray a DistributedArray is a NumPy duck
+    # array (``__array_function__``/``__array_ufunc__``, with everything dapx
+    # implements), so xarray's modules are not shown the namespace.
+    """
+
+    def __init__(self, method):
+        self._method = method
+
+    def __get__(self, instance, owner=None):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith("xarray."):
+            raise AttributeError("__array_namespace__")
+        return self._method.__get__(instance, owner) if instance is not None else self._method
 
 
 class ArrayMethods:
@@ -251,9 +273,11 @@ class ArrayMethods:
         return array_method("astype")(self, dtype, order, casting, subok, copy)
 
     # -- the array API standard (dapx.interop.array_api) -------------------------------------
-    def __array_namespace__(self, /, *, api_version=None):
+    def _array_namespace(self, /, *, api_version=None):
         """The array API namespace of dapx (``dapx.interop.array_api``)."""
         return array_method("array_namespace")(api_version)
+
+    __array_namespace__ = _NotForXarray(_array_namespace)
 
     @property
     def device(self):

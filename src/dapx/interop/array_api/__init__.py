@@ -48,6 +48,15 @@ SUPPORTED_VERSIONS = ("2023.12", "2024.12", "2025.12")
 e, inf, nan, pi, newaxis = np.e, np.inf, np.nan, np.pi, None
 
 
+def __getattr__(name: str):
+    # Note: beyond the standard, NumPy's other functions are here too (they dispatch to dapx):
+    # libraries that take a namespace, such as xarray, call a few (pad, nanmean, ...).
+    try:
+        return getattr(np, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
 @implements_method("array_namespace")
 def array_namespace(api_version: str | None = None):
     """This module, for ``DistributedArray.__array_namespace__``."""
