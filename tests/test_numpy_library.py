@@ -13,6 +13,8 @@ import contextlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dapx
 from dapx.testing import assert_eq, layout
@@ -291,3 +293,19 @@ def test_ufunc_reduceat(backend, kind, shape):
                 with whole:
                     got = ufunc.reduceat(a, indices, axis=axis)
                 assert_eq(got, ufunc.reduceat(x, indices, axis=axis))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.floats(-10, 10), min_size=1, max_size=30),
+    st.lists(st.floats(-8, 8), min_size=2, max_size=12, unique=True),
+)
+def test_interp_property(points, sample):
+    """Any query points against any increasing sample points, on 1 to 4 ranks."""
+    x = np.array(points)
+    xp = np.sort(np.array(sample))
+    fp = np.cos(xp)
+    for nranks in (1, 4):
+        a = dapx.asarray(x, dist="c", backend=dapx.simulated(nranks))
+        assert_eq(np.interp(a, xp, fp), np.interp(x, xp, fp))
+        assert_eq(np.interp(a, xp, fp, left=-5.0, right=5.0), np.interp(x, xp, fp, -5.0, 5.0))
