@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from dapx.testing import distribute as dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 
@@ -25,11 +26,6 @@ def data(shape, dtype=np.float64, seed=0):
     if np.dtype(dtype).kind in "iub":
         return rng.integers(0, 4, shape).astype(dtype)
     return (rng.standard_normal(shape) * 3).astype(dtype)
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 def assert_all(got, want):

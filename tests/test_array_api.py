@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from dapx.testing import distribute as dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 xp = dapx.asarray(0).__array_namespace__()
@@ -20,11 +21,6 @@ xp = dapx.asarray(0).__array_namespace__()
 @pytest.fixture(params=LAYOUTS)
 def kind(request):
     return request.param
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 def data(shape, low=0.1, high=0.9, seed=0):

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from dapx.testing import distribute as dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 
@@ -34,11 +35,6 @@ def data(shape, dtype=np.float64, seed=0):
     if np.dtype(dtype).kind == "b":
         return rng.integers(0, 2, shape).astype(bool)
     return (rng.standard_normal(shape) * 3).astype(dtype)
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 SHAPES = [(0,), (9,), (4, 5), (2, 3, 4)]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from dapx.testing import distribute as dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 DTYPES = (np.float64, np.int64, np.bool_, np.complex128)
@@ -35,11 +36,6 @@ def data(shape, dtype=np.float64, seed=0) -> np.ndarray:
     if dtype.kind == "c":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 def assert_all(got, expected):

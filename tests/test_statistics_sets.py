@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dapx
-from dapx.testing import assert_eq, layout
+from dapx.testing import assert_eq
+from dapx.testing import distribute as dist
 
 LAYOUTS = ("b", "b-irregular", "c", "c2", "u")
 
@@ -30,11 +31,6 @@ def data(shape, dtype=np.float64, seed=0, high=5):
     if np.dtype(dtype).kind in "iub":
         return rng.integers(0, high, shape).astype(dtype)
     return (rng.standard_normal(shape) * 3).astype(dtype)
-
-
-def dist(x, kind, backend, seed=0):
-    x = np.asarray(x)
-    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 def assert_all(got, want):

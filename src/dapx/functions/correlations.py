@@ -24,23 +24,20 @@ from .statistics import mean
 __all__ = ["convolve", "corrcoef", "correlate", "cov"]
 
 
+def _rows(v, rowvar: bool, name: str):
+    """`v` as a (variables, observations) matrix, as `numpy.cov` reads it."""
+    v = v if isinstance(v, DistributedArray) else np.asarray(v)
+    if v.ndim > 2:
+        raise ValueError(f"{name} has more than 2 dimensions")
+    if v.ndim < 2:
+        v = reshape(v, (1, -1)) if isinstance(v, DistributedArray) else v.reshape(1, -1)
+    return v.T if not rowvar and v.shape[0] != 1 else v
+
+
 def _observations(m, y, rowvar, dtype):
-    x = m if isinstance(m, DistributedArray) else np.asarray(m)
-    if x.ndim > 2:
-        raise ValueError("m has more than 2 dimensions")
-    if x.ndim < 2:
-        x = reshape(x, (1, -1)) if isinstance(x, DistributedArray) else x.reshape(1, -1)
-    if not rowvar and x.shape[0] != 1:
-        x = x.T
+    x = _rows(m, rowvar, "m")
     if y is not None:
-        yy = y if isinstance(y, DistributedArray) else np.asarray(y)
-        if yy.ndim > 2:
-            raise ValueError("y has more than 2 dimensions")
-        if yy.ndim < 2:
-            yy = reshape(yy, (1, -1)) if isinstance(yy, DistributedArray) else yy.reshape(1, -1)
-        if not rowvar and yy.shape[0] != 1:
-            yy = yy.T
-        x = concatenate([x, yy], axis=0)
+        x = concatenate([x, _rows(y, rowvar, "y")], axis=0)
     return x.astype(dtype)
 
 

@@ -27,7 +27,7 @@ from ..layout.distribution import Distribution
 from ..layout.grid import dims_create
 from ..layout.maps import BlockMap, CyclicMap, UnstructuredMap, even_bounds
 
-__all__ = ["LAYOUTS", "assert_eq", "distributed_arrays", "distributions", "layout"]
+__all__ = ["LAYOUTS", "assert_eq", "distribute", "distributed_arrays", "distributions", "layout"]
 
 #: The layouts `layout` knows: even block, irregular block (empty blocks allowed),
 #: cyclic, block-cyclic with blocks of 2, block-cyclic with blocks of ceil(n/P)
@@ -203,6 +203,19 @@ def layout(kind: str, shape: int | Sequence[int], nranks: int, *, seed: int = 0)
             parts = np.split(rng.permutation(n), cuts)
             specs.append({"dist": "u", "indices": [part.tolist() for part in parts]})
     return {"dist": tuple(specs), "grid": grid}
+
+
+def distribute(x, kind: str, backend, *, seed: int = 0):
+    """NumPy data `x` as a DistributedArray in the common layout `kind` (see `layout`).
+
+    >>> import numpy as np, dapx
+    >>> distribute(np.arange(6), "c", dapx.simulated(2)).local(1)
+    array([1, 3, 5])
+    """
+    from ..core.creation import asarray
+
+    x = np.asarray(x)
+    return asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks, seed=seed))
 
 
 # -- hypothesis strategies ------------------------------------------------------------------------
