@@ -78,10 +78,16 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     edges = _edges(flat, bins, range)
     operands = [a] if weights is None else [a, weights]
     backend, _, aligned = _aligned_blocks(operands)
+    # A number of bins: NumPy's uniform-bin path (arithmetic, not a search per element) with
+    # the same edges; given edges: NumPy's search.
+    uniform = np.ndim(bins) == 0 and not isinstance(bins, str)
+    per_rank_bins = (len(edges) - 1) if uniform else edges
+    per_rank_range = (edges[0], edges[-1]) if uniform else None
     counts = {}
     for r in backend.local_ranks:
         w = None if weights is None else aligned[1][r].ravel()
-        counts[r] = np.histogram(aligned[0][r].ravel(), edges, weights=w)[0]
+        values = aligned[0][r].ravel()
+        counts[r] = np.histogram(values, per_rank_bins, range=per_rank_range, weights=w)[0]
     hist = _sum_counts(backend, counts)
     if density:
         hist = hist / (hist.sum() * np.diff(edges))

@@ -44,6 +44,9 @@ class UnstructuredMap(Map):
     def __init__(self, size: int, indices: Sequence, one_to_one: bool | None = None):
         super().__init__(size, len(indices))
         raw, norm = [], []
+        # Local uniqueness in linear time: write each index's position, read it back; a
+        # repeated index reads the later position (no sort, no hash of every rank's indices).
+        position = np.empty(self._size, np.intp)
         for r, idx in enumerate(indices):
             a = np.asarray(idx)
             if a.size == 0:
@@ -63,7 +66,9 @@ class UnstructuredMap(Map):
                     key="indices",
                 )
             n = np.where(a < 0, a + self._size, a)
-            if np.unique(n).size != n.size:
+            order = np.arange(n.size, dtype=np.intp)
+            position[n] = order
+            if not np.array_equal(position[n], order):
                 raise dap_error(f"indices of grid rank {r} are not locally unique", key="indices")
             raw.append(a)
             norm.append(_readonly(n))
