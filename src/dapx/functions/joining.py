@@ -67,14 +67,22 @@ def _fill_slab(blocks: dict, a, target: Distribution, axis: int, start: int, bac
     if n == 0:
         return
     m = target.maps[axis]
-    parts, positions = [], []
-    for c in range(m.nprocs):
-        g = m.global_indices(c)
-        keep = (g >= start) & (g < start + n)
-        parts.append(g[keep] - start)
-        positions.append(simplify_index(np.flatnonzero(keep)))
     maps = list(target.maps)
-    maps[axis] = UnstructuredMap(n, parts, True)
+    if isinstance(m, BlockMap) and not m.is_padded:
+        # The slab of a block axis is itself blocks: bounds, no index arrays (and fast plans).
+        bounds = np.asarray(m.bounds)
+        lo, hi = bounds[:-1], bounds[1:]
+        first, last = np.clip(start, lo, hi), np.clip(start + n, lo, hi)
+        positions = [slice(int(f - b), int(e - b)) for f, e, b in zip(first, last, lo)]
+        maps[axis] = BlockMap(n, np.clip(bounds - start, 0, n))
+    else:
+        parts, positions = [], []
+        for c in range(m.nprocs):
+            g = m.global_indices(c)
+            keep = (g >= start) & (g < start + n)
+            parts.append(g[keep] - start)
+            positions.append(simplify_index(np.flatnonzero(keep)))
+        maps[axis] = UnstructuredMap(n, parts, True)
     sub = Distribution(maps, target.grid)
     ranks = backend.local_ranks
     if isinstance(a, DistributedArray):
