@@ -54,6 +54,8 @@ def to_hdf5(
         raise ValueError(f"mode must be 'a' (add to the file) or 'w' (truncate), got {mode!r}")
     aligned, _ = chunk_aligned(a, chunks if isinstance(chunks, tuple) else None)
     backend = aligned.backend
+    # Every process is here, so none still has the file open from before (HDF5 locks it).
+    backend.barrier()
     options = {"chunks": chunks, **kwargs}
     if parallel_hdf5(backend):
         with h5py.File(path, mode, driver="mpio", comm=backend.comm) as f:

@@ -45,6 +45,7 @@ from .layout import (
     check_names,
     distribute_array,
     gather_all,
+    in_spmd_order,
     local_dataarray,
     map_halo,
     map_spec,
@@ -366,7 +367,7 @@ class DatasetAccessor(_Accessor):
 
     def _each(self, func: Callable) -> xr.Dataset:
         out = self._obj.copy(deep=False)
-        for name, var in self._distributed().items():
+        for name, var in in_spmd_order(self._distributed()):
             out[name] = func(var)
         return out
 
@@ -410,7 +411,7 @@ class DatasetAccessor(_Accessor):
         named = [d for d in dims if d in layout or (isinstance(dist, Mapping) and d in dist)]
         out = obj.copy(deep=False)
         count = 0
-        for name, var in obj.data_vars.items():
+        for name, var in in_spmd_order(obj.data_vars):
             if not all(d in var.dims for d in named):
                 continue
             vdims = var.dims
@@ -532,7 +533,7 @@ class DatasetAccessor(_Accessor):
     def _merged(self, what: str, read: Callable) -> dict:
         merged: dict = {}
         source: dict = {}
-        for name, var in self._distributed().items():
+        for name, var in self._distributed().items():  # metadata only: no collective
             for d, value in read(var.dap).items():
                 if d in merged and merged[d] != value:
                     raise ValueError(

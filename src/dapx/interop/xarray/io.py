@@ -38,6 +38,7 @@ from ...core.array import DistributedArray
 from ...core.guard import collective
 from ..io.progress import progress_bar
 from ..io.writing import INCOMPLETE, chunk_aligned, in_turn, once, owned_regions
+from .layout import in_spmd_order
 
 __all__ = ["create_once", "dataset_to_netcdf", "dataset_to_zarr", "open_zarr"]
 
@@ -49,7 +50,8 @@ def create_once(create: Callable[[], None], *, backend: Backend) -> None:
 
 
 def _distributed(ds: xr.Dataset) -> dict[str, xr.Variable]:
-    return {n: v for n, v in ds.variables.items() if isinstance(v._data, DistributedArray)}
+    # In one order on every process (see `in_spmd_order`): the writes are collective.
+    return {n: v for n, v in in_spmd_order(ds.variables) if isinstance(v._data, DistributedArray)}
 
 
 def _backend(variables: dict) -> Backend:
@@ -242,6 +244,8 @@ def dataset_to_netcdf(
                 v = nc.createVariable(name, dtype, var.dims, fill_value=fill, **storage)
                 v.setncatts(attrs)
 
+    if backend.local_ranks:
+        backend.barrier()  # nobody still has the file open from before (HDF5 locks it)
     create_once(create, backend=backend)
     names = list(arrays)
     _write_netcdf_regions(

@@ -35,6 +35,7 @@ __all__ = [
     "check_names",
     "distribute_array",
     "gather_all",
+    "in_spmd_order",
     "local_dataarray",
     "map_halo",
     "map_spec",
@@ -205,6 +206,16 @@ def distribute_array(obj, dims, kinds, sizes, halo, periodic, backend):
     return with_data(obj, from_array(source, dist=kinds, grid=sizes, backend=backend, **options))
 
 
+def in_spmd_order(variables) -> list:
+    """(name, variable) pairs in an order every process agrees on (by name).
+
+    Collective loops over a Dataset's variables must visit them in one order
+    on every process; a Dataset read from a store need not list them in one
+    order (zarr lists a group's members concurrently).
+    """
+    return sorted(variables.items(), key=lambda item: str(item[0]))
+
+
 def _gathered(var: xr.Variable) -> xr.Variable:
     return var.copy(deep=False, data=var._data.gather())
 
@@ -218,7 +229,9 @@ def gather_all(obj):
         variables = {name: c.variable for name, c in obj.coords.items()}
     else:
         variables = obj.variables
-    for name, var in variables.items():  # in the same order on every process
+    # Every process must gather in the same order; a store's listing need not give the
+    # variables in one order (zarr lists a group's members concurrently), so sort by name.
+    for name, var in in_spmd_order(variables):
         if isinstance(var._data, DistributedArray):
             if name in obj.coords:
                 out = out.assign_coords({name: _gathered(var)})
