@@ -156,6 +156,9 @@ def _write_zarr_regions(store, names, dims, arrays, progress) -> None:
     else:
         for item in progress_bar(work, shown, "writing zarr"):
             write(item)
+    # Every rank has written before rank 0 consolidates the metadata (which rewrites the
+    # group's metadata that the other ranks' region writes read).
+    arrays[0].backend.barrier()
 
 
 def open_zarr(
