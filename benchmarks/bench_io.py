@@ -31,9 +31,12 @@ the per-round ratios), on the same store:
 Every result is checked against the generated data (reads: every value;
 writes: the store read back, in the first round). The MPI runs are one
 ``mpiexec`` per measurement, warmed up (one untimed read or write of each
-variant) before the timed one. Peak memory is ``ru_maxrss`` of a fresh
+variant) before the timed one. Peak memory is ``VmHWM`` of a fresh
 process per measurement (per rank under MPI), less its value before the read
 or write (imports), relative to the bytes that process holds (its block).
+Those processes run with glibc's default allocator settings (the MALLOC_
+variables above are for timing only: with them every thread's arena keeps
+the chunk buffers it freed, and the peak measures that retention).
 
 Targets (the parallel I/O issue): simulated read and write within 1.1x of
 one process reading / writing with zarr (the array API) or xarray (the
@@ -367,14 +370,19 @@ def _mpiexec() -> list[str]:
     return [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2"]
 
 
-def _child_env() -> dict:
+def _child_env(allocator: str = "timing") -> dict:
     env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
+    if allocator == "default":
+        # glibc's own settings: with MALLOC_MMAP_MAX_=0 every freed chunk buffer stays in its
+        # thread's arena, so peaks would measure the allocator's retention, not what is live.
+        env = {k: v for k, v in env.items() if not k.startswith("MALLOC_")}
+        return {**env, "OMP_NUM_THREADS": CHILD_ENV["OMP_NUM_THREADS"]}
     return {**env, **CHILD_ENV}
 
 
-def run_child(flag: str, spec: dict, mpi: bool) -> dict:
+def run_child(flag: str, spec: dict, mpi: bool, allocator: str = "timing") -> dict:
     cmd = [*(_mpiexec() if mpi else []), sys.executable, __file__, flag, json.dumps(spec)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(allocator))
     if proc.returncode:
         sys.stderr.write(proc.stdout + proc.stderr)
         raise RuntimeError(f"{' '.join(cmd[:4])} ... {flag} {spec} failed")
@@ -576,7 +584,7 @@ def _run(args, shape, nbytes, work: Path) -> int:
                         "compressed": compressed,
                     }
                     memory[(compressed, op, v)] = run_child(
-                        "--memory", spec, mpi=v.startswith("dapx mpi")
+                        "--memory", spec, mpi=v.startswith("dapx mpi"), allocator="default"
                     )
 
     report(args, shape, nbytes, compressions, ops, variants, times, sizes, memory, same)

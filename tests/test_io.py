@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import dapx
+from dapx.core.elision import ELISION_ENABLED
 from dapx.interop.io import chunk_aligned, read_block
 from dapx.interop.io.reading import dim_reads
 from dapx.testing import layout
@@ -170,6 +171,34 @@ def test_from_array_takes_memmaps_and_casts(backend, shared):
     a = dapx.from_array(m, np.float32, dist="c", backend=backend)
     assert a.dtype == np.float32
     np.testing.assert_array_equal(a.gather(), x.astype(np.float32))
+
+
+class ViewSource:
+    """Returns a view of a fresh array per read (as xarray's lazily indexed arrays do), or of
+    one array it keeps (as a NumPy source does)."""
+
+    def __init__(self, x: np.ndarray, keep: bool):
+        self._x, self.keep = x, keep
+        self.shape, self.dtype = x.shape, x.dtype
+
+    def __getitem__(self, key):
+        part = self._x[key]
+        return (part if self.keep else part.copy())[...]
+
+
+@pytest.mark.skipif(not ELISION_ENABLED, reason="reference counts are not exact here")
+@pytest.mark.parametrize("keep", [True, False], ids=["held", "fresh"])
+def test_from_array_copies_a_view_only_when_someone_else_holds_its_buffer(backend, keep):
+    if not backend.local_ranks:
+        pytest.skip("the dask client holds no rank: the workers read (see the dask tests)")
+    x = data((12, 5))
+    a = dapx.from_array(ViewSource(x, keep), dist=("b", "n"), backend=backend)
+    np.testing.assert_array_equal(a.gather(), x)
+    for r in backend.local_ranks:
+        block = a.local(r)
+        assert not np.shares_memory(block, x)
+        # A fresh read is adopted (no second copy of the block at the peak), a held one copied.
+        assert (block.base is not None and block.base.nbytes == block.nbytes) != keep
 
 
 def test_from_array_needs_shape_dtype_and_getitem():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -27,11 +27,13 @@ import numpy as np
 from ...backends import Backend, resolve_backend
 from ...core.array import DistributedArray, new_array
 from ...core.creation import make_distribution
+from ...core.elision import ELISION_ENABLED
 from ...core.guard import collective
 from ...exchange.plans import outer_index, owned_positions, simplify_index
 from ...layout.distribution import Distribution
 from .progress import progress_bar
 from .sources import shippable
+from .threads import io_threads, zarr_in_flight
 
 __all__ = ["concurrent_safe", "dim_reads", "from_array", "read_block", "read_rank"]
 
@@ -69,9 +71,33 @@ def dim_reads(indices: np.ndarray) -> tuple[list[slice], np.ndarray | None]:
 def _owned_copy(part: Any, dtype: np.dtype) -> np.ndarray:
     """`part` (what the source returned) as an array of `dtype` that shares no memory."""
     out = np.asarray(part)
-    if out.dtype != dtype or not (out.flags.owndata and out.flags.writeable):
-        out = out.astype(dtype, copy=True)
-    return out
+    if out.dtype != dtype or not out.flags.writeable:
+        return out.astype(dtype, copy=True)
+    if out.flags.owndata or _sole_view(out):
+        return out
+    return out.astype(dtype, copy=True)
+
+
+def _sole_view(out: np.ndarray) -> bool:
+    """Whether `out` views the whole of a buffer that nothing else references.
+
+    xarray's lazily indexed variables return a view of the array they just
+    read; copying it would hold every block twice at the peak. A view of a
+    user's array (a NumPy or memmap source) is referenced elsewhere and is
+    copied. Reference counts decide only where they are exact (see
+    `dapx.core.elision`).
+    """
+    if not ELISION_ENABLED:
+        return False
+    # References: the view's, `base` below and getrefcount's argument; a fourth is someone else's.
+    base = out.base
+    return (
+        type(base) is np.ndarray
+        and base.flags.owndata
+        and base.flags.writeable
+        and base.nbytes == out.nbytes
+        and sys.getrefcount(base) <= 3
+    )
 
 
 def read_block(source: Any, indices: tuple[np.ndarray, ...], dtype) -> np.ndarray:
@@ -181,14 +207,18 @@ def _read(source, shape, dtype, dist, grid, backend, progress, options) -> Distr
     ranks = backend.local_ranks
     shown = progress and 0 in ranks
     read = functools.partial(read_rank, source, target, dtype=dtype)
-    if len(ranks) > 1 and concurrent_safe(source):
+    if not concurrent_safe(source):
+        blocks = {r: read(r) for r in progress_bar(ranks, shown, "reading", len(ranks))}
+    elif len(ranks) > 1:
         # Several ranks in this process (the simulated backend): their reads run at once, so
         # the store decodes every rank's chunks in parallel as one whole-array read would.
-        with ThreadPoolExecutor(min(len(ranks), os.cpu_count() or 1)) as pool:
+        threads = io_threads(len(ranks))
+        with zarr_in_flight(threads), ThreadPoolExecutor(threads) as pool:
             results = list(progress_bar(pool.map(read, ranks), shown, "reading", len(ranks)))
         blocks = dict(zip(ranks, results))
     else:
-        blocks = {r: read(r) for r in progress_bar(ranks, shown, "reading", len(ranks))}
+        with zarr_in_flight(1):
+            blocks = {r: read(r) for r in ranks}
     return new_array(target, blocks, backend, dtype)
 
 

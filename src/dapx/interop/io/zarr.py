@@ -9,7 +9,6 @@ A store whose write failed keeps the mark, and `from_zarr` refuses it.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,6 +18,7 @@ from ...core.dispatch import implements_method
 from ...core.guard import collective
 from .progress import progress_bar
 from .reading import from_array
+from .threads import io_threads, zarr_in_flight
 from .writing import INCOMPLETE, chunk_aligned, once, owned_regions, writer_of
 
 __all__ = ["from_zarr", "open_zarr", "open_zarr_array", "to_zarr"]
@@ -89,14 +89,11 @@ def to_zarr(
             z[region] = values
 
         shown = progress and writer_of(a)
-        if len(regions) > 1:
-            # Several ranks here: their chunks are encoded and written at once (no chunk is
-            # shared, so the writes never overlap).
-            with ThreadPoolExecutor(min(len(regions), os.cpu_count() or 1)) as pool:
-                list(progress_bar(pool.map(write, regions), shown, "writing", len(regions)))
-        else:
-            for item in progress_bar(regions, shown, "writing"):
-                write(item)
+        threads = io_threads(len(regions))
+        # Several ranks here: their chunks are encoded and written at once (no chunk is
+        # shared, so the writes never overlap).
+        with zarr_in_flight(threads), ThreadPoolExecutor(threads) as pool:
+            list(progress_bar(pool.map(write, regions), shown, "writing", len(regions)))
     backend.barrier()
 
     def finish():

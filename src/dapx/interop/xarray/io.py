@@ -24,7 +24,6 @@ rank's block from them (see `dapx.interop.io.reading`).
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +36,7 @@ from ...backends import Backend
 from ...core.array import DistributedArray
 from ...core.guard import collective
 from ..io.progress import progress_bar
+from ..io.threads import io_threads, zarr_in_flight
 from ..io.writing import INCOMPLETE, chunk_aligned, in_turn, once, owned_regions
 from .layout import in_spmd_order
 
@@ -148,14 +148,11 @@ def _write_zarr_regions(store, names, dims, arrays, progress) -> None:
         block = xr.Dataset({name: xr.Variable(d, values)})
         block.to_zarr(store, region=dict(zip(d, region)), mode="r+", consolidated=False)
 
-    if len(work) > 1:
-        # Several regions here (ranks of the simulated backend, or variables): written at
-        # once, as their chunks are disjoint.
-        with ThreadPoolExecutor(min(len(work), os.cpu_count() or 1)) as pool:
-            list(progress_bar(pool.map(write, work), shown, "writing zarr", len(work)))
-    else:
-        for item in progress_bar(work, shown, "writing zarr"):
-            write(item)
+    threads = io_threads(len(work))
+    # Several regions here (ranks of the simulated backend, or variables): written at once,
+    # as their chunks are disjoint.
+    with zarr_in_flight(threads), ThreadPoolExecutor(threads) as pool:
+        list(progress_bar(pool.map(write, work), shown, "writing zarr", len(work)))
     # Every rank has written before rank 0 consolidates the metadata (which rewrites the
     # group's metadata that the other ranks' region writes read).
     arrays[0].backend.barrier()
