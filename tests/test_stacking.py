@@ -143,13 +143,33 @@ def test_flips(backend, kind, shape):
             np.fliplr(a)
 
 
-def test_flip_keeps_the_blocks_in_place(backend):
-    """A flip reverses the order of the data, not where it lives: no rank's data moves."""
-    x = np.arange(12.0)
+def test_flip_mirrors_the_blocks(backend):
+    """A flipped block axis mirrors its bounds: each rank gets its mirror rank's block, reversed."""
+    x = np.arange(11.0)
     a = dapx.asarray(x, backend=backend)
     f = np.flip(a)
+    P = backend.nranks
+    bounds = np.asarray(a.distribution.maps[0].bounds)
+    assert np.array_equal(f.distribution.maps[0].bounds, x.size - bounds[::-1])
     for r in backend.local_ranks:
-        assert sorted(f.local(r).tolist()) == sorted(a.local(r).tolist())
+        assert np.array_equal(f.local(r), x[bounds[P - 1 - r] : bounds[P - r]][::-1])
+        f.local(r)[...] = -1.0  # a new array: the input is untouched
+    assert np.array_equal(a.gather(), x)
+
+
+def test_flip_2d_grid_mirrors_only_the_flipped_axis(backend):
+    if backend.nranks != 4:
+        pytest.skip("a 2 x 2 grid")
+    x = data((5, 7))
+    a = dapx.asarray(x, dist=("b", "b"), grid=(2, 2), backend=backend)
+    for axis in (0, 1, None):
+        f = np.flip(a, axis)
+        assert_eq(f, np.flip(x, axis))
+        flipped = (0, 1) if axis is None else (axis,)
+        for k in range(2):
+            bounds = np.asarray(a.distribution.maps[k].bounds)
+            want = x.shape[k] - bounds[::-1] if k in flipped else bounds
+            assert np.array_equal(f.distribution.maps[k].bounds, want)
 
 
 def test_rot90_errors(backend):

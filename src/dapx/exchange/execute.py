@@ -5,7 +5,16 @@ Redistribution plans (`dapx.exchange.plans`) and halo plans
 rank, the regions of its block to send (packed back to back in destination
 rank order, one copy each), and for each local destination rank, where
 every received segment goes. `execute` runs either; `run_plan` adapts an
-`ExchangePlan` to it and allocates the destination blocks.
+`ExchangePlan` to it and allocates the destination blocks (or fills given ones).
+
+Copies are avoided where the memory already has the packed layout: a source
+whose pieces lie back to back in its (C-contiguous) block is sent from the
+block itself, and with ``adopt=True`` a destination that is exactly the
+received memory (one piece covering it, possibly reversed along axes, or the
+backend's receive buffer in order) becomes that memory instead of being
+copied into, unless the memory is a local source block's (the simulated
+backend hands pieces over without copying, and a result never aliases an
+input).
 """
 
 from __future__ import annotations
@@ -27,6 +36,89 @@ SendItem = tuple[tuple, int, int, tuple[int, ...]]
 RecvItem = tuple[int, tuple, int, int, tuple[int, ...]]
 
 
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _packed_in_place(block: np.ndarray, items: Sequence[SendItem], total: int, dtype):
+    """`block`'s own memory as the packed buffer, when its pieces already lie back to back.
+
+    The pieces must be basic-index views, C-contiguous, each at its packing
+    offset from the first; then the buffer is a 1-d view of the block.
+    """
+    if block.dtype != dtype or not block.flags.c_contiguous or not total:
+        return None
+    start = None
+    for key, offset, n, _ in items:
+        if not n:
+            continue
+        if not all(isinstance(k, slice) for k in key):
+            return None  # an index array would copy just to be checked
+        view = block[key]
+        if not view.flags.c_contiguous:
+            return None
+        here = (_address(view) - _address(block)) // block.itemsize
+        if start is None:
+            start = here - offset
+        elif here - offset != start:
+            return None
+    if start is None:
+        return None
+    return block.reshape(-1)[start : start + total]
+
+
+def _whole_orientation(key, shape: tuple[int, ...]):
+    """For a key covering a block of `shape` once (full slices, step 1 or -1): its inverse."""
+    if not isinstance(key, tuple) or len(key) != len(shape):
+        return None
+    inverse = []
+    for k, n in zip(key, shape):
+        if not isinstance(k, slice):
+            return None
+        r = range(n)[k]
+        if len(r) != n:
+            return None
+        inverse.append(slice(None) if r.step == 1 or n < 2 else slice(None, None, -1))
+    return tuple(inverse)
+
+
+def _received_block(segments: Sequence[np.ndarray], items, shape, dtype):
+    """The destination block as received memory, if the segments are exactly it (else None)."""
+    if len(items) == 1:
+        (_, key, offset, n, _), seg = items[0], segments[0]
+        inverse = _whole_orientation(key, shape)
+        if inverse is None or seg.dtype != dtype:
+            return None
+        return seg[offset : offset + n].reshape(shape)[inverse]
+    # Several segments: the backend's one receive buffer, in the block's C order.
+    base = segments[0].base
+    if (
+        not isinstance(base, np.ndarray)
+        or base.ndim != 1
+        or base.dtype != dtype
+        or not base.flags.c_contiguous
+    ):
+        return None
+    expected, lead = _address(segments[0]) + items[0][2] * base.itemsize, 0
+    for (_, key, offset, n, piece), seg in zip(items, segments):
+        if seg.base is not base or _address(seg) + offset * base.itemsize != expected:
+            return None
+        if not isinstance(key, tuple) or len(key) != len(shape) or not shape:
+            return None
+        first = key[0]
+        if not isinstance(first, slice) or range(shape[0])[first] != range(lead, lead + piece[0]):
+            return None
+        rest = zip(key[1:], shape[1:])
+        if any(_whole_orientation((k,), (m,)) != (slice(None),) for k, m in rest):
+            return None
+        expected += n * base.itemsize
+        lead += piece[0]
+    if lead != shape[0]:
+        return None
+    start = (_address(segments[0]) - _address(base)) // base.itemsize + items[0][2]
+    return base[start : start + math.prod(shape)].reshape(shape)
+
+
 def execute(
     sources: Mapping[int, np.ndarray],
     sends: Mapping[int, tuple[np.ndarray, Sequence[SendItem]]],
@@ -37,6 +129,7 @@ def execute(
     backend,
     sparse=False,
     send_buffer: Callable[[int, np.dtype], np.ndarray] | None = None,
+    adopt: bool = False,
 ) -> None:
     """Move the regions `sends` names from `sources` into `destinations`, in one exchange.
 
@@ -44,17 +137,22 @@ def execute(
     local source `s` sends, and the regions in packing order.
     ``recvs[d]`` places each received segment; ``recvcounts[d]`` is what
     `d` expects from every rank. `send_buffer(s, dtype)` may supply a
-    reusable pack buffer (halo plans keep one per rank).
+    reusable pack buffer (halo plans keep one per rank). With `adopt`,
+    `destinations` must be a dict of fresh blocks, any of which may be
+    replaced by the received memory that would have been copied into it.
     """
     packed = {}
+    dtype = np.dtype(dtype)
     for s, (counts, items) in sends.items():
-        if send_buffer is None:
-            buffer = np.empty(int(counts.sum()), dtype)
-        else:
-            buffer = send_buffer(s, dtype)
         block = sources[s]
-        for key, offset, n, shape in items:
-            np.copyto(buffer[offset : offset + n].reshape(shape), block[key])
+        total = int(counts.sum())
+        buffer = None
+        if send_buffer is None:
+            buffer = _packed_in_place(block, items, total, dtype)
+        if buffer is None:
+            buffer = np.empty(total, dtype) if send_buffer is None else send_buffer(s, dtype)
+            for key, offset, n, shape in items:
+                np.copyto(buffer[offset : offset + n].reshape(shape), block[key])
         packed[s] = (buffer, counts)
     if sparse:
         received = backend.alltoallv(packed, recvcounts, sparse=sparse)
@@ -62,16 +160,37 @@ def execute(
         received = backend.alltoallv(packed, recvcounts)
     for d, items in recvs.items():
         block = destinations[d]
-        for s, key, offset, n, shape in items:
-            if n:
-                block[key] = received[d][s][offset : offset + n].reshape(shape)
+        live = [item for item in items if item[3]]
+        if adopt and live:
+            segments = [received[d][item[0]] for item in live]
+            whole = _received_block(segments, live, block.shape, block.dtype)
+            # Received memory must be writable (deserialised buffers may not be) and must
+            # not be an input's block (the simulated backend passes pieces as views).
+            if (
+                whole is not None
+                and whole.flags.writeable
+                and not any(np.may_share_memory(whole, src) for src in sources.values())
+            ):
+                destinations[d] = whole
+                continue
+        for s, key, offset, n, shape in live:
+            block[key] = received[d][s][offset : offset + n].reshape(shape)
 
 
-def run_plan(plan: ExchangePlan, blocks: Mapping[int, np.ndarray], dtype, backend) -> Blocks:
+def run_plan(
+    plan: ExchangePlan,
+    blocks: Mapping[int, np.ndarray],
+    dtype,
+    backend,
+    out: Mapping[int, np.ndarray] | None = None,
+) -> Blocks:
     """Execute `plan` on the local `blocks`; return the destination blocks.
 
-    Each source packs its pieces into one buffer with one copy per piece;
-    each destination copies every received piece into place once.
+    Each source packs its pieces into one buffer with one copy per piece
+    (none when they lie back to back in its block); each destination copies
+    every received piece into place once (none when the received memory is
+    the block). `out`, when given, holds the destination blocks (views into
+    larger arrays, say) to write into, and is returned.
     """
     nranks = backend.nranks
     sends = {}
@@ -84,7 +203,8 @@ def run_plan(plan: ExchangePlan, blocks: Mapping[int, np.ndarray], dtype, backen
             items.append((p.src_key, offset, n, p.shape))
             offset += n
         sends[s] = (counts, items)
-    recvcounts, recvs, out = {}, {}, {}
+    given = out
+    recvcounts, recvs, out = {}, {}, ({} if given is None else given)
     for r, pieces in plan.recvs.items():
         counts = np.zeros(nranks, np.intp)
         items = []
@@ -92,8 +212,9 @@ def run_plan(plan: ExchangePlan, blocks: Mapping[int, np.ndarray], dtype, backen
             n = counts[s] = math.prod(p.shape)
             items.append((s, p.dst_key, 0, n, p.shape))
         recvcounts[r], recvs[r] = counts, items
-        shape = plan.dst_local_shapes[r]
-        covered = int(counts.sum()) == math.prod(shape)
-        out[r] = np.empty(shape, dtype) if covered else np.zeros(shape, dtype)
-    execute(blocks, sends, recvcounts, recvs, out, dtype, backend)
+        if given is None:
+            shape = plan.dst_local_shapes[r]
+            covered = int(counts.sum()) == math.prod(shape)
+            out[r] = np.empty(shape, dtype) if covered else np.zeros(shape, dtype)
+    execute(blocks, sends, recvcounts, recvs, out, dtype, backend, adopt=given is None)
     return out

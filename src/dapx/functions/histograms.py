@@ -14,7 +14,6 @@ counts and edges are small: every rank builds its part without moving data).
 from __future__ import annotations
 
 import builtins
-import operator
 
 import numpy as np
 
@@ -53,8 +52,17 @@ def _aligned_blocks(arrays):
     return backend, target, local_operands(inner, target, backend)
 
 
+def _accumulate(total: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    # The partials are this module's own temporaries: add in place, no new array per rank
+    # (unless the first arrived read-only, as unpickled buffers may).
+    if not total.flags.writeable or total.dtype != np.result_type(total, counts):
+        return total + counts
+    return np.add(total, counts, out=total)
+
+
 def _sum_counts(backend, counts: dict) -> np.ndarray:
-    return backend.combine(counts, operator.add)
+    """The counts of every rank added in rank order (each rank's array is consumed)."""
+    return backend.combine(counts, _accumulate)
 
 
 @implements(np.histogram_bin_edges)

@@ -85,17 +85,26 @@ def _fill_slab(blocks: dict, a, target: Distribution, axis: int, start: int, bac
         maps[axis] = UnstructuredMap(n, parts, True)
     sub = Distribution(maps, target.grid)
     ranks = backend.local_ranks
+    slabs = {}
+    for r in ranks:
+        key = [slice(None)] * target.ndim
+        key[axis] = positions[sub.coords(r)[axis]]
+        slabs[r] = _index(key)
     if isinstance(a, DistributedArray):
         if a.ndim and a.distribution == sub:
             moved = a.locals
         else:
-            moved = run_plan(exchange_plan(a.distribution, sub, ranks), a.locals, a.dtype, backend)
+            plan = exchange_plan(a.distribution, sub, ranks)
+            if all(isinstance(p, slice) for p in positions):
+                # The slab is a view of each result block: receive straight into it.
+                views = {r: blocks[r][slabs[r]] for r in ranks}
+                run_plan(plan, a.locals, a.dtype, backend, out=views)
+                return
+            moved = run_plan(plan, a.locals, a.dtype, backend)
     else:
         moved = {r: a[_global_key(sub, r)] for r in ranks}
     for r in ranks:
-        key = [slice(None)] * target.ndim
-        key[axis] = positions[sub.coords(r)[axis]]
-        blocks[r][_index(key)] = moved[r]
+        blocks[r][slabs[r]] = moved[r]
 
 
 # -- joining ---------------------------------------------------------------------------------------

@@ -9,22 +9,31 @@ array in even blocks over the ranks (its length depends on the data).
 Set operations sort the concatenated unique values of both operands and
 compare neighbours the same way.
 
+The unique values alone of an integer or bool array (whose equal values are
+indistinguishable, so no tie order matters) take a shorter path: each rank
+sorts and deduplicates its own elements, the local uniques go to value
+buckets (splitters from a sample; equal values always share a bucket) in one
+exchange, and each bucket rank deduplicates what it received.
+
 # Note: ``unique`` along an ``axis`` (unique sub-arrays) is not implemented.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import namedtuple
 
 import numpy as np
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
+from ..exchange.execute import execute
 from ..layout.distribution import Distribution
+from ..layout.maps import BlockMap
 from .joining import concatenate
 from .manipulation import flatnonzero
 from .scans import cumsum
-from .shaping import from_replicated, ravel, reshape
+from .shaping import clean_distribution, from_replicated, owned_block, ravel, reshape
 from .sorting import argsort, sort
 
 __all__ = [
@@ -58,8 +67,65 @@ def _first_flags(s: DistributedArray, equal_nan: bool) -> DistributedArray:
     return concatenate([head, differ])
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a 1-d array of indistinguishable equals, sorted."""
+    s = np.sort(values)
+    if s.size < 2:
+        return s
+    first = np.empty(s.size, bool)
+    first[0] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    return s[first]
+
+
+def _unique_values_by_buckets(flat: DistributedArray) -> DistributedArray:
+    """Sorted unique values of a 1-d integer or bool array (see the module docstring)."""
+    backend, P, dtype = flat.backend, flat.backend.nranks, flat.dtype
+    clean = clean_distribution(flat.distribution) == flat.distribution
+    local = {
+        r: _sorted_unique(flat.locals[r] if clean else owned_block(flat, r))
+        for r in backend.local_ranks
+    }
+    picks = np.arange(1, P)
+    samples = backend.allgather(
+        {r: u[(picks * u.size) // P] if u.size else u for r, u in local.items()}
+    )
+    pool = np.sort(np.concatenate(samples))
+    splitters = pool[(picks * pool.size) // P] if pool.size else np.zeros(P - 1, dtype)
+    # Bucket b holds the values v with splitters[b - 1] < v <= splitters[b].
+    sends = {}
+    for r, u in local.items():
+        cuts = np.concatenate(([0], np.searchsorted(u, splitters, side="right"), [u.size]))
+        counts = np.diff(cuts).astype(np.intp)
+        items = [((slice(a, b),), a, b - a, (b - a,)) for a, b in itertools.pairwise(cuts.tolist())]
+        sends[r] = (counts, items)
+    table = np.array(backend.allgather({r: c for r, (c, _) in sends.items()}), np.intp)
+    recvcounts, recvs, received = {}, {}, {}
+    for d in backend.local_ranks:
+        column = table[:, d]
+        starts = np.concatenate(([0], np.cumsum(column)))
+        recvcounts[d] = column
+        recvs[d] = [
+            (s, (slice(int(starts[s]), int(starts[s + 1])),), 0, int(column[s]), (int(column[s]),))
+            for s in range(P)
+        ]
+        received[d] = np.empty(int(starts[-1]), dtype)
+    execute(local, sends, recvcounts, recvs, received, dtype, backend, adopt=True)
+    merged = {d: _sorted_unique(v) for d, v in received.items()}
+    lengths = backend.allgather({d: v.size for d, v in merged.items()})
+    bounds = np.concatenate(([0], np.cumsum(lengths))).astype(np.intp)
+    dist = Distribution([BlockMap(int(bounds[-1]), bounds)])
+    return _balanced(new_array(dist, merged, backend, dtype))
+
+
 def _unique(ar, return_index, return_inverse, return_counts, equal_nan):
     flat = ravel(ar)
+    if (
+        not (return_index or return_inverse or return_counts)
+        and flat.dtype.kind in "iub"
+        and flat.backend.nranks > 1
+    ):
+        return [_unique_values_by_buckets(flat)]
     n = flat.shape[0]
     need_order = return_index or return_inverse
     order = argsort(flat) if need_order else None

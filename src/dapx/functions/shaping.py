@@ -67,7 +67,14 @@ def _index(parts: Sequence) -> tuple:
 
 def _global_key(dist: Distribution, rank: int) -> tuple:
     """The index selecting `rank`'s local block out of the whole array."""
-    return _index([simplify_index(g) for g in dist.global_indices(rank)])
+    parts = []
+    for m, c in zip(dist.maps, dist.coords(rank)):
+        if isinstance(m, BlockMap) and not m.is_padded:
+            # A block's indices are its bounds: no index array to build and inspect.
+            parts.append(slice(int(m.bounds[c]), int(m.bounds[c + 1])))
+        else:
+            parts.append(simplify_index(m.global_indices(c)))
+    return _index(parts)
 
 
 def owned_block(x: DistributedArray, rank: int) -> np.ndarray:

@@ -1,22 +1,28 @@
 """Stacking, splitting and flipping: NumPy's compositions of concatenate, slicing and reshape.
 
 Each is written in terms of dapx's own `concatenate`, basic indexing and
-`reshape`/`expand_dims`, so data moves only where those move it: splits and
-flips are slices of the input's layout (a flip reverses the blocks' order,
-nothing moves), stacks are one exchange per input into its slab.
+`reshape`/`expand_dims`, so data moves only where those move it: splits are
+slices of the input's layout, stacks are one exchange per input into its
+slab. A flip of block axes mirrors the block boundaries: every rank's block
+goes whole, reversed, to the rank at the mirrored grid position (one
+exchange, no index arrays in the layout).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.array import DistributedArray
+from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
+from ..exchange.execute import execute
+from ..layout.distribution import Distribution
+from ..layout.maps import BlockMap
 from .joining import concatenate
-from .shaping import expand_dims, reshape
+from .shaping import _copy, clean_distribution, expand_dims, reshape
 
 __all__ = [
     "append",
@@ -213,19 +219,82 @@ def dsplit(ary, indices_or_sections):
 # -- flipping -----------------------------------------------------------------------------------
 
 
+def _mirrored(m: DistributedArray, axes: set[int]) -> DistributedArray | None:
+    """`m` flipped along `axes` (all unpadded block axes), in mirrored blocks; else None.
+
+    Grid coordinate ``c`` along a flipped axis of ``p`` ranks gets the block
+    of coordinate ``p - 1 - c``, reversed: the mirrored bounds ``size -
+    bounds[::-1]`` make it exactly that block, so each block moves whole to
+    one rank. The sender sends its block as it is in memory (no packing copy
+    when it is contiguous) and the receiver reverses it on arrival (the MPI
+    backend's receive buffer is viewed reversed, no copy; a block passed within
+    one process is copied once, so the result never aliases `m`).
+    """
+    dist = m.distribution
+    if clean_distribution(dist) != dist:
+        return None
+    maps = list(dist.maps)
+    for ax in axes:
+        b = maps[ax]
+        if not isinstance(b, BlockMap) or b.is_padded:
+            return None
+        maps[ax] = BlockMap(b.size, b.size - np.asarray(b.bounds)[::-1], periodic=b.periodic)
+    target = Distribution(maps, dist.grid)
+    grid, backend, ndim = dist.grid, m.backend, m.ndim
+    nranks = backend.nranks
+
+    def partner(rank: int) -> int:
+        coords = list(grid.coords(rank))
+        for ax in axes:
+            coords[ax] = grid.shape[ax] - 1 - coords[ax]
+        return grid.rank(coords)
+
+    everything = (slice(None),) * ndim
+    reverse = tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(ndim))
+    sends, recvcounts, recvs, out = {}, {}, {}, {}
+    for r, block in m.locals.items():
+        counts = np.zeros(nranks, np.intp)
+        counts[partner(r)] = block.size
+        sends[r] = (counts, [(everything, 0, block.size, block.shape)])
+        shape = target.local_shape(r)
+        size = math.prod(shape)
+        source = partner(r)
+        counts = np.zeros(nranks, np.intp)
+        counts[source] = size
+        recvcounts[r] = counts
+        recvs[r] = [(source, reverse, 0, size, shape)]
+        out[r] = np.empty(shape, m.dtype)
+    execute(m.locals, sends, recvcounts, recvs, out, m.dtype, backend, adopt=True)
+    return new_array(target, out, backend, m.dtype)
+
+
 @implements(np.flip)
 def flip(m, axis=None):
-    """`numpy.flip`: a reversed slice, so the blocks keep their data and reverse their order.
+    """`numpy.flip`, as a new array (NumPy's is a view).
+
+    Flipped block axes mirror their block boundaries (``size - bounds[::-1]``),
+    so each rank receives, whole and reversed, the block of the rank at the
+    mirrored grid position: one exchange of whole blocks, a layout of bounds
+    only, and the result is as cheap to use as the input. Other layouts
+    (cyclic, unstructured or padded axes) are a reversed slice of the input's
+    layout, copied.
 
     >>> import numpy as np, dapx
-    >>> np.flip(dapx.arange(5, backend=dapx.simulated(2))).gather()
-    array([4, 3, 2, 1, 0])
+    >>> f = np.flip(dapx.arange(5, backend=dapx.simulated(2)))
+    >>> f.gather(), f.local(0)
+    (array([4, 3, 2, 1, 0]), array([4, 3]))
     """
+    if m.ndim == 0:
+        return _copy(m[()])
     axes = range(m.ndim) if axis is None else np.atleast_1d(axis)
+    flipped = {normalize_axis_index(int(ax), m.ndim) for ax in axes}
+    result = _mirrored(m, flipped)
+    if result is not None:
+        return result
     key = [slice(None)] * m.ndim
-    for ax in axes:
-        key[normalize_axis_index(int(ax), m.ndim)] = slice(None, None, -1)
-    return m[tuple(key)]
+    for ax in flipped:
+        key[ax] = slice(None, None, -1)
+    return _copy(m[tuple(key)])
 
 
 @implements(np.fliplr)
