@@ -1,0 +1,191 @@
+"""Slab and pencil FFTs (`dapx.functions.fft_transposes`) against NumPy.
+
+Grids: slab (every rank along one axis, first or last), pencil (a 2-D grid
+from `dapx.dims_create`, non-square at 3 and 6 ranks) and a grid that
+distributes every axis of a 2-D array. Sizes are not divisible by the grids.
+The memory bound is checked on a measured quantity: the bytes each rank
+receives in one exchange, counted by wrapping the backend's `alltoallv`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dapx
+from dapx.functions.fft_transposes import plan_stages
+from dapx.functions.fourier import fft_layout
+from dapx.testing import assert_eq, layout
+
+F = np.fft
+
+
+def data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def grid_of(kind: str, ndim: int, nranks: int) -> tuple[int, ...]:
+    if kind == "slab":
+        return (nranks,) + (1,) * (ndim - 1)
+    if kind == "slab-last":
+        return (1,) * (ndim - 1) + (nranks,)
+    if kind == "pencil":
+        return (*dapx.dims_create(nranks, 2), *(1,) * (ndim - 2))
+    return tuple(dapx.dims_create(nranks, ndim))  # "every": all axes distributed
+
+
+def on(x, backend, grid, dist="b"):
+    return dapx.asarray(x, backend=backend, dist=dist, grid=grid)
+
+
+def tol(dtype):
+    single = np.dtype(dtype) in (np.float32, np.complex64)
+    return {"rtol": 2e-4, "atol": 2e-4} if single else {"rtol": 1e-10, "atol": 1e-10}
+
+
+@pytest.mark.parametrize("grid_kind", ["slab", "slab-last", "pencil", "every"])
+@pytest.mark.parametrize("dtype", [np.complex128, np.float32])
+def test_transforms_against_numpy(backend, grid_kind, dtype):
+    shape = (7, 5, 6)
+    x = data(shape, dtype)
+    a = on(x, backend, grid_of(grid_kind, 3, backend.nranks))
+    c = x.astype(np.complex64 if dtype == np.float32 else np.complex128)
+    ac = a.astype(c.dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dapx.GatherWarning)  # nothing is made whole
+        cases = [
+            (F.fftn, ac, c, {}),
+            (F.ifftn, ac, c, {"norm": "ortho"}),
+            (F.rfftn, a, x, {}) if dtype == np.float32 else (F.fftn, ac, c, {"axes": (2, 0)}),
+            (F.irfftn, ac, c, {"s": (7, 5, 9), "axes": (0, 1, 2)}),
+            (F.fftn, ac, c, {"s": (4, 8), "axes": (1, 0), "norm": "forward"}),
+            (F.rfft2, a.real, x.real, {"s": (6, 3)}),
+            (F.irfft2, ac, c, {"axes": (0, 2)}),
+            (F.fft, ac, c, {"axis": 0, "n": 9}),
+            (F.rfft, a.real, x.real, {"axis": 1}),
+            (F.hfft, ac, c, {"axis": 0, "n": 6}),
+            (F.ihfft, a.real, x.real, {"axis": 0}),
+        ]
+        for f, arr, ref, kw in cases:
+            got, want = f(arr, **kw), f(ref, **kw)
+            assert got.shape == want.shape and got.dtype == want.dtype, (f, kw)
+            assert_eq(got, want, **tol(dtype))
+
+
+@pytest.mark.parametrize("grid_kind", ["slab", "slab-last", "pencil", "every"])
+def test_round_trip_returns_to_the_layout(backend, grid_kind):
+    x = data((6, 7, 5), np.float64)
+    a = on(x, backend, grid_of(grid_kind, 3, backend.nranks))
+    f = F.fftn(a)
+    back = F.ifftn(f)
+    assert back.distribution == a.distribution
+    assert_eq(back.real, x, rtol=1e-10, atol=1e-12)
+    r = F.rfftn(a, axes=(2, 0, 1))
+    assert r.shape == (6, 4, 5)
+    back = F.irfftn(2 * r, s=(5, 6, 7), axes=(2, 0, 1))  # elementwise ops keep the layout
+    assert back.distribution == a.distribution
+    assert_eq(back, 2 * x, rtol=1e-10, atol=1e-12)
+    # the inverse of an inverse transform returns too
+    assert F.fft2(F.ifft2(a)).distribution == a.distribution
+
+
+def test_two_dimensional_array_on_a_two_dimensional_grid(backend):
+    x = data((9, 10), np.complex128)
+    a = on(x, backend, grid_of("every", 2, backend.nranks))
+    f = F.fft2(a)
+    assert_eq(f, F.fft2(x), rtol=1e-10, atol=1e-10)
+    assert F.ifft2(f).distribution == a.distribution
+    assert_eq(F.irfft2(F.rfft2(a.real), s=(9, 10)), x.real, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["b-irregular", "c", "c2", "u"])
+def test_other_layouts_round_trip(backend, kind):
+    x = data((5, 8, 6), np.complex128)
+    a = dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks))
+    f = F.fftn(a)
+    assert_eq(f, F.fftn(x), rtol=1e-10, atol=1e-10)
+    back = F.ifftn(f)
+    assert back.distribution == a.distribution
+    assert_eq(back, x, rtol=1e-10, atol=1e-12)
+    with fft_layout("input"):
+        g = F.fftn(a, axes=(0, 2))
+    assert g.distribution == a.distribution
+    assert_eq(g, F.fftn(x, axes=(0, 2)), rtol=1e-10, atol=1e-10)
+
+
+def test_input_layout_option(backend):
+    x = data((6, 5, 8), np.float64)
+    a = on(x, backend, grid_of("pencil", 3, backend.nranks))
+    with fft_layout("input"):
+        f = F.fftn(a)
+        r = F.rfftn(a)
+    assert f.distribution == a.distribution
+    assert r.distribution.grid_shape == a.distribution.grid_shape and r.shape == (6, 5, 5)
+    assert_eq(f, F.fftn(x), rtol=1e-10, atol=1e-10)
+    assert_eq(r, F.rfftn(x), rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match="fft_layout"):
+        dapx.config.fft_layout = "whole"
+
+
+@pytest.mark.parametrize("grid_kind", ["slab", "pencil"])
+def test_memory_bound(backend, grid_kind, monkeypatch):
+    """Each rank receives at most its share, N/P elements, in any exchange."""
+    shape = (12, 12, 12)  # divisible by every grid of 1-6 ranks
+    x = data(shape, np.complex128)
+    grid = grid_of(grid_kind, 3, backend.nranks)
+    a = on(x, backend, grid)
+    largest = []
+    original = type(backend).alltoallv
+
+    def counting(self, sends, recvcounts, *args, **kwargs):
+        received = original(self, sends, recvcounts, *args, **kwargs)
+        for pieces in received.values():
+            largest.append(sum(p.nbytes for p in pieces.values()))
+        return received
+
+    monkeypatch.setattr(type(backend), "alltoallv", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dapx.GatherWarning)
+        f = F.fftn(a)
+    monkeypatch.undo()
+    share = math.ceil(math.prod(shape) / backend.nranks) * 16
+    exchanges = sum(p > 1 for p in grid)  # one transpose per distributed axis
+    assert len(largest) == exchanges * len(backend.local_ranks)
+    assert max(largest, default=0) <= share
+    assert_eq(f, F.fftn(x), rtol=1e-10, atol=1e-10)
+
+
+def test_one_dimensional_arrays(backend):
+    x = data((12,), np.complex128)
+    a = on(x, backend, (backend.nranks,))
+    warn = pytest.warns(dapx.GatherWarning) if backend.nranks > 1 else warnings.catch_warnings()
+    with warn:
+        assert_eq(F.fftn(a), F.fftn(x), rtol=1e-10, atol=1e-10)
+
+
+def test_bad_input(backend):
+    a = on(data((4, 6), np.complex128), backend, grid_of("slab", 2, backend.nranks))
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        F.fftn(a, s=(0, 3), axes=(0, 1))
+    with pytest.raises(ValueError, match="repeated axes"):
+        F.fftn(a, axes=(0, 0))
+    with pytest.raises(ValueError, match="different lengths"):
+        F.fftn(a, s=(2, 2), axes=(0,))
+
+
+def test_plans():
+    slab = plan_stages((4, 1, 1), (0, 1, 2), (8, 8, 8), (8, 8, 8))
+    assert [(s.grid, s.axes) for s in slab] == [((4, 1, 1), (1, 2)), ((1, 4, 1), (0,))]
+    real = plan_stages((1, 1, 4), (0, 1, 2), (8, 8, 8), (8, 8, 5), "r2c")
+    assert real[0].axes == () and 2 in real[1].axes  # the real axis is transformed first
+    inverse = plan_stages((4, 1, 1), (0, 1, 2), (8, 8, 5), (8, 8, 8), "c2r")
+    assert inverse[-1].axes[-1] == 2 and len(inverse[-1].axes) >= 1
+    every = plan_stages((2, 2), (0, 1), (8, 8), (8, 8))
+    assert [s.grid for s in every] == [(2, 2), (4, 1), (1, 4)]
