@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dapx
+from dapx.core.array import new_array
 from dapx.core.elision import ELISION_ENABLED, refcounts_are_exact
 
 N = 1 << 20  # elements: large enough that one block allocation dominates the peak
@@ -132,3 +133,32 @@ def test_a_temporary_left_operand_is_reused(backend):
     # Without a temporary (two named operands) two results' worth are live.
     peak_named = _peak_of(lambda a: (a * 2, a + 1), x)
     assert peak_named > 1.9 * result_bytes, peak_named
+
+
+def _adopted_like(x):
+    """`x`'s values in blocks that view the whole of fresh buffers (reversed), as an exchange
+    that adopts its received memory leaves them."""
+    blocks = {r: np.ascontiguousarray(x.local(r)[::-1])[::-1] for r in x.backend.local_ranks}
+    return new_array(x.distribution, blocks, x.backend, x.dtype)
+
+
+@pytest.mark.skipif(not ELISION_ENABLED, reason="no elision on this interpreter")
+def test_blocks_that_view_a_whole_private_buffer_are_temporaries_too(backend):
+    x = dapx.arange(float(N), backend=backend)
+    assert all(_adopted_like(x).local(r).base is not None for r in backend.local_ranks)
+    result_bytes = N * 8
+    peak = _peak_of(lambda a: _adopted_like(a) * 2 + 1, x)
+    assert peak < 1.5 * result_bytes, peak  # the one buffer, reused by * and +
+    np.testing.assert_array_equal((_adopted_like(x) * 2 + 1).gather(), np.arange(N) * 2.0 + 1)
+
+
+def test_a_view_of_an_adopted_block_keeps_it_from_being_written_into(backend):
+    x = dapx.arange(12.0, backend=backend)
+    t = _adopted_like(x)
+    view = t.local(0)[1:]
+    before = view.copy()
+    y = t * 2  # `t` is named, and a view of its buffer is alive
+    z = _adopted_like(x)[:] + 1  # a view of the temporary (`[:]`) holds its buffer
+    np.testing.assert_array_equal(view, before)
+    np.testing.assert_array_equal(y.gather(), np.arange(12.0) * 2)
+    np.testing.assert_array_equal(z.gather(), np.arange(12.0) + 1)

@@ -67,13 +67,32 @@ def _blocks_private(array) -> bool:
         return False
     for rank in array._locals:
         block = array._locals[rank]
-        # The dict's reference and getrefcount's argument; more means someone holds a view.
-        if block.base is not None or not block.flags.writeable:
+        if not block.flags.writeable or not _sole_owner_of_its_memory(block):
             return False
         del block
+        # The dict's reference and getrefcount's argument; more means someone holds a view.
         if sys.getrefcount(array._locals[rank]) > 2:
             return False
     return True
+
+
+def _sole_owner_of_its_memory(block: np.ndarray) -> bool:
+    """Whether no other array can see `block`'s memory (bar views of `block` itself).
+
+    A block may be a view of the whole of a buffer nobody else holds: an
+    exchange adopts the memory it received as the destination block. Any view
+    of that memory, `block`'s included, references the buffer itself.
+    """
+    base = block.base
+    if base is None:
+        return True
+    # The references of `block`, of `base` here and getrefcount's argument.
+    return (
+        type(base) is np.ndarray
+        and base.flags.owndata
+        and base.nbytes == block.nbytes
+        and sys.getrefcount(base) <= 3
+    )
 
 
 def _operand_dtype(other):

@@ -279,6 +279,10 @@ def flip(m, axis=None):
     (cyclic, unstructured or padded axes) are a reversed slice of the input's
     layout, copied.
 
+    # Note: NumPy returns a view; writing into dapx's result does not change
+    # `m` (a view would need a reversed rank order, which DAP's block maps
+    # cannot describe). ``m[::-1]`` is dapx's view.
+
     >>> import numpy as np, dapx
     >>> f = np.flip(dapx.arange(5, backend=dapx.simulated(2)))
     >>> f.gather(), f.local(0)
