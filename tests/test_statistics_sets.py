@@ -8,6 +8,7 @@ histogram bins and unique inputs.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 import pytest
@@ -130,8 +131,36 @@ def test_histogram(backend, kind, shape):
     with np.errstate(invalid="ignore"):  # an empty histogram's density is 0/0, as NumPy's
         hist, _ = np.histogram(a, 6, weights=dist(w, kind, backend, seed=1), density=True)
         assert_eq(hist, np.histogram(x, 6, weights=w, density=True)[0], rtol=1e-12)
-    with pytest.raises(NotImplementedError, match="bin estimators"):
-        np.histogram(a, bins="auto")
+
+
+@pytest.mark.parametrize("estimator", ["auto", "fd", "doane", "scott", "rice", "sturges"])
+def test_histogram_bin_estimators(backend, kind, estimator):
+    _estimates_match_numpy(backend, kind, estimator)
+
+
+def test_histogram_stone_estimator(backend):
+    _estimates_match_numpy(backend, "c", "stone")  # 100 histograms: one layout is enough
+
+
+def _estimates_match_numpy(backend, kind, estimator):
+    x = data((40,))
+    cases = [(x, None), (x, (-1.0, 1.5)), (data((40,), np.int64, high=9), None), (x[:0], None)]
+    for values, rng in cases if estimator != "stone" else cases[:2]:  # stone: 100 histograms
+        a = dist(values, kind, backend)
+        with warnings.catch_warnings(record=True) as expected:
+            warnings.simplefilter("always")
+            ref_hist, ref_edges = np.histogram(values, bins=estimator, range=rng)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            hist, edges = np.histogram(a, bins=estimator, range=rng)
+            assert_eq(np.histogram_bin_edges(a, estimator, rng), ref_edges)
+        assert {w.category for w in got} == {w.category for w in expected}  # stone's warning
+        assert_eq(edges, ref_edges)
+        assert_eq(hist, ref_hist)
+    with pytest.raises(ValueError, match="not a valid estimator"):
+        np.histogram(dist(x, kind, backend), bins="nonsense")
+    with pytest.raises(TypeError, match="weighted data"):
+        np.histogram(dist(x, kind, backend), estimator, weights=dist(x, kind, backend))
 
 
 @settings(max_examples=20, deadline=None)

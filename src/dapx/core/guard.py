@@ -92,9 +92,32 @@ def raise_if_any_failed(backend, errors: dict, kind: type[Exception] = ValueErro
     """Share each local rank's error (or None) and raise the first on every rank.
 
     For checks that only some ranks can make (their own input), so that the
-    whole job raises the same exception instead of some ranks waiting.
+    whole job raises the same exception instead of some ranks waiting. The
+    exception keeps its type when it is a subclass of `kind` or a built-in
+    (or NumPy) exception that takes a message, e.g. NumPy's ``TypeError`` for
+    a dtype it refuses; otherwise it is raised as `kind`.
     """
-    messages = backend.allgather({r: (None if e is None else str(e)) for r, e in errors.items()})
-    for rank, message in enumerate(messages):
-        if message is not None:
-            raise kind(message if message.startswith("rank ") else f"rank {rank}: {message}")
+    messages = backend.allgather(
+        {r: (None if e is None else (_portable_type(e), str(e))) for r, e in errors.items()}
+    )
+    for rank, shared in enumerate(messages):
+        if shared is not None:
+            cls, message = shared
+            message = message if message.startswith("rank ") else f"rank {rank}: {message}"
+            if cls is not None and not issubclass(kind, cls):
+                try:
+                    exc = cls(message)
+                except Exception:
+                    exc = None
+                if isinstance(exc, Exception):
+                    raise exc
+            raise kind(message)
+
+
+def _portable_type(error) -> type[Exception] | None:
+    """The type of `error` if every process can rebuild it from a message, else None."""
+    cls = type(error)
+    module = getattr(cls, "__module__", "")
+    if isinstance(error, Exception) and module.split(".")[0] in ("builtins", "numpy", "dapx"):
+        return cls
+    return None

@@ -157,6 +157,8 @@ def tile(A, reps):
     ndim = max(A.ndim, len(reps))
     A = reshape(A, (1,) * (ndim - A.ndim) + A.shape) if A.ndim < ndim else A
     reps = (1,) * (ndim - len(reps)) + reps
+    if any(r < 0 for r in reps):  # concatenate([A] * -1) would say "need at least one array"
+        raise ValueError("negative dimensions are not allowed")
     for axis, count in enumerate(reps):
         if count != 1:
             A = (
@@ -173,7 +175,8 @@ def repeat(a, repeats, axis=None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = normalize_axis_index(axis, a.ndim)
-    repeats = whole(repeats, "np.repeat's repeats")
+    if isinstance(repeats, DistributedArray):  # NumPy takes a Python float, not a 0-d array
+        repeats = whole(repeats, "np.repeat's repeats")
     index = np.repeat(np.arange(a.shape[axis]), repeats)
     return take(a, index, axis)
 
@@ -201,6 +204,8 @@ def delete(arr, obj, axis=None):
                     f"the axis length of {n}"
                 )
             keep = ~obj
+        elif obj.dtype.kind not in "iu" and obj.size:
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
         else:
             if obj.size and (obj.min() < -n or obj.max() >= n):
                 bad = obj[(obj < -n) | (obj >= n)].ravel()[0]

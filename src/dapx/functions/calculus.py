@@ -46,6 +46,8 @@ def ediff1d(ary, to_end=None, to_begin=None):
     """
     flat = ravel(ary)
     dtype = flat.dtype
+    if dtype.kind == "b":  # NumPy subtracts (diff would use not_equal): NumPy's TypeError
+        np.subtract(np.zeros(0, bool), np.zeros(0, bool))
     parts = [_extra(to_begin, dtype, "to_begin"), diff(flat), _extra(to_end, dtype, "to_end")]
     return concatenate(parts)  # the differences, even empty, carry the backend and layout
 

@@ -122,8 +122,10 @@ def convolve(a, v, mode="full"):
 def correlate(a, v, mode="valid"):
     """`numpy.correlate`: a convolution with the reversed, conjugated second operand."""
     if isinstance(a, DistributedArray) and np.ndim(v) == 1 and np.shape(v)[0] <= a.shape[0]:
-        kernel = np.asarray(whole(v, "np.correlate's second operand"))
-        return _convolve(a, np.conjugate(kernel[::-1]), mode, "np.correlate")
+        kernel = np.asarray(whole(v, "np.correlate's second operand"))[::-1]
+        if np.iscomplexobj(kernel):  # np.conjugate of bools gives int8: NumPy's answer is bool
+            kernel = np.conjugate(kernel)
+        return _convolve(a, kernel, mode, "np.correlate")
     small_a = np.asarray(whole(a, "np.correlate's first operand"))
     small_v = np.asarray(whole(v, "np.correlate's second operand"))
     backend = next(x for x in (a, v) if isinstance(x, DistributedArray)).backend

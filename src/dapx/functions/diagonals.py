@@ -23,7 +23,8 @@ __all__ = ["diag", "diagflat", "diagonal", "trace", "tril", "triu"]
 
 def _triangle(m: DistributedArray, k: int, lower: bool) -> DistributedArray:
     if m.ndim == 0:
-        raise ValueError("tril/triu need an array of at least 1 dimension")
+        # NumPy's exception type (its tri() misses an argument for a 0-d array)
+        raise TypeError("tril/triu need an array of at least 1 dimension")
     if m.ndim == 1:
         m = broadcast_to(m, (m.shape[0], m.shape[0]))
     dist, k = m.distribution, int(k)

@@ -46,7 +46,12 @@ def choose(a, choices, out=None, mode="raise"):
     array([1, 8, 9])
     """
     choices = list(choices)
-    return _blockwise(lambda i, *c, **kw: np.choose(i, c, mode=mode, **kw), [a, *choices], out=out)
+    return _blockwise(
+        lambda i, *c, **kw: np.choose(i, c, mode=mode, **kw),
+        [a, *choices],
+        out=out,
+        check=mode == "raise",  # an entry out of range may be on some ranks only
+    )
 
 
 @implements(np.select)
@@ -118,7 +123,9 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     """`numpy.ravel_multi_index` of distributed index arrays, rank by rank."""
     multi_index = list(multi_index)
     return _blockwise(
-        lambda *idx: np.ravel_multi_index(idx, dims, mode=mode, order=order), multi_index
+        lambda *idx: np.ravel_multi_index(idx, dims, mode=mode, order=order),
+        multi_index,
+        check=True,  # an entry out of range may be on some ranks only
     )
 
 
@@ -132,6 +139,8 @@ def vander(x, N=None, increasing=False):
         raise ValueError("x must be a one-dimensional array or sequence.")
     x = x.interior if x.distribution.has_halo else x
     N = x.shape[0] if N is None else int(N)
+    if N < 0:
+        raise ValueError("negative dimensions are not allowed")
     dist = Distribution([*x.distribution.maps, BlockMap(N, nprocs=1)])
     blocks = {r: np.vander(b, N, increasing) for r, b in x.locals.items()}
     dtype = np.vander(np.zeros(1, x.dtype), 1).dtype
@@ -162,7 +171,10 @@ def busday_offset(
     """`numpy.busday_offset`, rank by rank."""
     cal = _calendar(weekmask, holidays, busdaycal)
     return _blockwise(
-        lambda d, o, **kw: np.busday_offset(d, o, roll, **cal, **kw), [dates, offsets], out=out
+        lambda d, o, **kw: np.busday_offset(d, o, roll, **cal, **kw),
+        [dates, offsets],
+        out=out,
+        check=roll == "raise",  # a non-business day may be on some ranks only
     )
 
 

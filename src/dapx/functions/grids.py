@@ -9,6 +9,8 @@ result is copied (``meshgrid(copy=True)`` writes each rank's own block).
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
@@ -95,13 +97,14 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
            [ 0.5,  5.5],
            [ 1. ,  1. ]])
     """
-    num = int(num)
+    num = operator.index(num)  # NumPy refuses a float number of samples
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
     start, stop = _as_array(start), _as_array(stop)
     result_dtype = np.result_type(start, stop, float(num))
-    delta = np.subtract(stop, start)
+    # NumPy subtracts in the result's (inexact) dtype: bool endpoints cannot be subtracted.
+    delta = np.subtract(stop, start, dtype=result_dtype)
     steps = np.arange(0, num, dtype=result_dtype).reshape((-1,) + (1,) * np.ndim(delta))
     if div > 0:
         step = delta / div
@@ -114,6 +117,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis != 0:
         y = moveaxis(y, 0, normalize_axis_index(axis, np.ndim(y)))
     if dtype is not None:
+        if np.issubdtype(dtype, np.integer):  # NumPy rounds down, not towards zero
+            y = np.floor(y)
         y = y.astype(dtype, copy=False)
     return (y, step) if retstep else y
 
@@ -122,31 +127,33 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """`numpy.logspace`: `base` to the power of `linspace`."""
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    base = _as_array(base)
-    if np.ndim(base):
-        base = np.expand_dims(base, axis)
+    if not isinstance(base, (float, int)):  # a Python scalar stays weak, as in NumPy:
+        base = _as_array(base)  # float32 exponents give float32 powers
+        if np.ndim(base):
+            base = np.expand_dims(base, axis)
     result = np.power(base, y)
     return result if dtype is None else result.astype(dtype, copy=False)
 
 
 @implements(np.geomspace)
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """`numpy.geomspace` for real start and stop of the same sign (NumPy's endpoints exact)."""
+    """`numpy.geomspace`, NumPy's algorithm: `start` rotated to the positive reals, `logspace`
+    between the logarithms, the rotation undone (so opposite signs give NaNs as NumPy's do,
+    and complex endpoints work); the endpoints are exact."""
     start, stop = _as_array(start), _as_array(stop)
-    if np.iscomplexobj(start) or np.iscomplexobj(stop):
-        raise NotImplementedError("geomspace of complex distributed endpoints is not implemented")
     if bool(np.any(start == 0)) or bool(np.any(stop == 0)):
         raise ValueError("Geometric sequence cannot include zero")
-    result_dtype = np.result_type(start, stop, float(num))
-    sign = np.sign(start)
-    y = sign * np.power(
-        10.0, linspace(np.log10(np.abs(start)), np.log10(np.abs(stop)), num, endpoint=endpoint)
-    )
+    dt = np.result_type(start, stop, float(num), np.zeros((), dtype))
+    start, stop = start.astype(dt, copy=True), stop.astype(dt, copy=True)
+    out_sign = np.sign(start)
+    start = start / out_sign
+    stop = stop / out_sign
+    y = logspace(np.log10(start), np.log10(stop), num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
         y[0, ...] = start
         if endpoint and num > 1:
             y[-1, ...] = stop
-    y = y.astype(result_dtype, copy=False)
+    y = y * out_sign
     if axis != 0:
         y = moveaxis(y, 0, normalize_axis_index(axis, np.ndim(y)))
     return y if dtype is None else y.astype(dtype, copy=False)

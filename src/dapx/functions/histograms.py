@@ -7,8 +7,8 @@ order, so results are the same on every backend. Only the counts (the size
 of the bins) travel. The results are distributed like any dapx result (the
 counts and edges are small: every rank builds its part without moving data).
 
-# Note: bin estimators given by name ('auto', 'fd', ...) need data statistics
-# NumPy computes on the whole array and are not implemented.
+Bin estimators given by name ('auto', 'fd', ...) are distributed reductions
+(`dapx.functions.bin_estimators`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 from ..core.array import DistributedArray
 from ..core.dispatch import implements
 from ..core.elementwise import local_operands, result_layout
+from .bin_estimators import ESTIMATORS, estimated_bin_count
 from .reductions import max as max_
 from .reductions import min as min_
 from .scans import whole
@@ -28,18 +29,38 @@ from .shaping import from_replicated, ravel
 __all__ = ["bincount", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd"]
 
 
-def _edges(a: DistributedArray, bins, range_) -> np.ndarray:
-    if isinstance(bins, str):
-        raise NotImplementedError(
-            f"histogram bins={bins!r}: bin estimators need whole-array statistics; give a "
-            "number of bins or the edges"
-        )
+def _edges(a: DistributedArray, bins, range_, weights=None) -> np.ndarray:
     if np.ndim(bins) == 1 or isinstance(bins, DistributedArray):
         return np.asarray(whole(bins, "the histogram's bin edges"))
-    if range_ is None:
-        range_ = (min_(a).item(), max_(a).item()) if a.size else (0.0, 1.0)
+    if isinstance(bins, str):
+        if bins not in ESTIMATORS:
+            raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
+        if weights is not None:
+            raise TypeError(
+                "Automated estimation of the number of bins is not supported for weighted data"
+            )
+        if a.dtype == np.bool_:
+            a = a.astype(np.uint8)  # as NumPy: estimators subtract
+    ranged = range_ is not None
+    if not ranged:
+        # Edges in the data's own type (Python complex numbers do not compare).
+        kind = a.dtype.type
+        range_ = (kind(min_(a).item()), kind(max_(a).item())) if a.size else (0.0, 1.0)
+    if isinstance(bins, str):
+        # NumPy's checks of the range, then its outer edges: the range as given (or the data's
+        # extent), widened by 0.5 each way when empty.
+        np.histogram_bin_edges(np.zeros(0), 1, range=range_)
+        first, last = range_
+        if first == last:
+            first, last = first - 0.5, last + 0.5
+        bins = estimated_bin_count(a, bins, first, last, ranged)
     # NumPy's edges for a bin count depend only on the range (and the dtype).
-    return np.histogram_bin_edges(np.array(range_, dtype=a.dtype), bins, range=range_)
+    return np.histogram_bin_edges(np.zeros(0, a.dtype), bins, range=range_)
+
+
+def _check_weights(weights, a, message: str) -> None:
+    if weights is not None and np.shape(weights) != np.shape(a):
+        raise ValueError(message)
 
 
 def _aligned_blocks(arrays):
@@ -67,8 +88,9 @@ def _sum_counts(backend, counts: dict) -> np.ndarray:
 
 @implements(np.histogram_bin_edges)
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
-    """`numpy.histogram_bin_edges` for a number of bins or given edges."""
-    edges = _edges(ravel(a), bins, range)
+    """`numpy.histogram_bin_edges` for a number of bins, an estimator's name or given edges."""
+    _check_weights(weights, a, "weights should have the same shape as a.")
+    edges = _edges(ravel(a), bins, range, weights)
     return from_replicated(edges, a.backend)
 
 
@@ -82,8 +104,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     >>> hist.gather(), edges.gather()
     (array([1, 2, 1]), array([0., 1., 2., 3.]))
     """
+    _check_weights(weights, a, "weights should have the same shape as a.")
     flat = ravel(a)
-    edges = _edges(flat, bins, range)
+    edges = _edges(flat, bins, range, weights)
     operands = [a] if weights is None else [a, weights]
     backend, _, aligned = _aligned_blocks(operands)
     # A number of bins: NumPy's uniform-bin path (arithmetic, not a search per element) with
@@ -155,6 +178,7 @@ def bincount(x, /, weights=None, minlength=0):
         raise ValueError("'minlength' must not be negative")
     if x.size and int(min_(x)) < 0:
         raise ValueError("'list' argument must have no negative elements")
+    _check_weights(weights, x, "The weights and list don't have the same length.")
     length = max(int(max_(x)) + 1 if x.size else 0, int(minlength))
     operands = [x] if weights is None else [x, weights]
     backend, _, aligned = _aligned_blocks(operands)

@@ -20,7 +20,7 @@ from ..core import creation
 from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements, implements_method
 from ..core.elementwise import local_operands, result_layout
-from ..core.guard import collective
+from ..core.guard import collective, raise_if_any_failed
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from .shaping import (
@@ -64,8 +64,13 @@ def _operand(v):
     return np.asarray(v) if isinstance(v, (list, tuple)) else v
 
 
-def _blockwise(func, operands: list, out=None, **kwargs) -> DistributedArray:
-    """``func(*operands, **kwargs)`` on every rank's aligned blocks; None operands pass through."""
+def _blockwise(func, operands: list, out=None, check=False, **kwargs) -> DistributedArray:
+    """``func(*operands, **kwargs)`` on every rank's aligned blocks; None operands pass through.
+
+    With `check`, for functions whose input can be bad on some ranks only (an index out of
+    range), a rank's exception is shared and raised, with its type, on every rank
+    (`raise_if_any_failed`, one small collective), instead of a `RankError` elsewhere.
+    """
     present = [i for i, v in enumerate(operands) if v is not None]
     values = [_operand(operands[i]) for i in present]
     if out is not None and not isinstance(out, DistributedArray):
@@ -75,15 +80,23 @@ def _blockwise(func, operands: list, out=None, **kwargs) -> DistributedArray:
         )
     backend, target, _ = result_layout(values, (out,) if out is not None else None)
     aligned = local_operands(values, target, backend)
-    results = {}
+    results, errors = {}, {}
     for r in backend.local_ranks:
         args = list(operands)
         for j, i in enumerate(present):
             args[i] = aligned[j][r]
-        if out is not None:
-            func(*args, out=out.locals[r], **kwargs)
-        else:
-            results[r] = np.asarray(func(*args, **kwargs))
+        errors[r] = None
+        try:
+            if out is not None:
+                func(*args, out=out.locals[r], **kwargs)
+            else:
+                results[r] = np.asarray(func(*args, **kwargs))
+        except Exception as e:
+            if not check:
+                raise
+            errors[r] = e
+    if check:
+        raise_if_any_failed(backend, errors)
     return out if out is not None else new_array(target, results, backend)
 
 

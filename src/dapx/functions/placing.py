@@ -12,7 +12,6 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
 from .manipulation import where
-from .reductions import count_nonzero
 from .scans import whole
 from .shaping import ravel
 
@@ -63,11 +62,14 @@ def put(a, ind, v, mode="raise"):
 def place(arr, mask, vals):
     """`numpy.place`: the true positions of `mask`, in order, get `vals` repeated."""
     arr = _target(arr, "place")
-    count = int(count_nonzero(mask))
+    # A NumPy mask is counted by NumPy: dapx's count_nonzero takes only DistributedArrays.
+    mask = mask if isinstance(mask, DistributedArray) else np.asarray(mask, bool)
+    if mask.size != arr.size:  # NumPy does not broadcast the mask
+        raise ValueError("place: mask and data must be the same size")
+    count = int(np.count_nonzero(mask))
     if count == 0:
         return
     values = _cycled(vals, count)
-    mask = mask if isinstance(mask, DistributedArray) else np.asarray(mask, bool)
     arr[mask] = values
 
 
@@ -75,6 +77,8 @@ def place(arr, mask, vals):
 def putmask(a, mask, values):
     """`numpy.putmask`: ``a[i] = values[i % len(values)]`` where `mask` is true (flat order)."""
     a = _target(a, "putmask")
+    if np.size(mask) != a.size:  # NumPy does not broadcast the mask
+        raise ValueError("putmask: mask and data must be the same size")
     if isinstance(values, DistributedArray) or np.size(values) in (1, a.size):
         source = values if isinstance(values, DistributedArray) else np.reshape(values, (-1,))
         source = source.reshape(a.shape) if np.size(values) == a.size else source[0]
@@ -140,6 +144,10 @@ def put_along_axis(arr, indices, values, axis):
     indices = np.asarray(whole(indices, "np.put_along_axis's indices"))
     if indices.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    n = arr.shape[axis]
+    if indices.size and (indices.min() < -n or indices.max() >= n):  # np.mod below would wrap
+        bad = indices[(indices < -n) | (indices >= n)].ravel()[0]
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
     shape = np.broadcast_shapes(
         indices.shape, tuple(1 if k == axis else n for k, n in enumerate(arr.shape))
     )

@@ -37,8 +37,8 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     if not isinstance(indices, DistributedArray):
         indices = np.asarray(indices)
-        if indices.dtype.kind not in "iu":
-            raise TypeError(f"Cannot cast array data from {indices.dtype} to int64")
+        if indices.dtype.kind not in "iu":  # NumPy casts any numbers (unsafe), as astype
+            indices = indices.astype(np.intp)
         if mode == "wrap" and n:
             indices = np.mod(indices, n)
         elif mode == "clip":
@@ -84,7 +84,5 @@ def extract(condition, arr):
     """`numpy.extract`: the elements of `arr` where `condition` is true, flattened."""
     flat = ravel(arr)
     cond = ravel(condition) if isinstance(condition, DistributedArray) else np.ravel(condition)
-    if cond.shape[0] != flat.shape[0]:
-        raise ValueError("condition and arr must have the same number of elements")
-    (where,) = nonzero(cond) if isinstance(cond, DistributedArray) else np.nonzero(cond)
-    return flat[where]
+    # NumPy takes the true positions: a shorter condition is fine, a true one beyond is not.
+    return flat[_condition_indices(cond, flat.shape[0])]

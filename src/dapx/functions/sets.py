@@ -24,6 +24,7 @@ import itertools
 from collections import namedtuple
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
@@ -168,6 +169,7 @@ def unique(
     [[1, 2, 3], [2, 1, 2]]
     """
     if axis is not None:
+        normalize_axis_index(axis, np.ndim(ar))  # NumPy's AxisError first
         raise NotImplementedError("np.unique along an axis (unique sub-arrays) is not implemented")
     out = _unique(ar, return_index, return_inverse, return_counts, equal_nan)
     return out[0] if len(out) == 1 else tuple(out)
