@@ -183,8 +183,9 @@ ARRAY_TESTS = [
         "xarray_duck_array",
     )
 ]
-#: Files of NumPy's library functions and I/O, whole under mpiexec -n 3 and in the -n 4 subset
-#: (not at -n 2 too, to keep the suite's time down: -n 3 has uneven blocks and empty ones).
+#: Files of NumPy's library functions, algorithms and I/O: whole under mpiexec -n 3 (uneven
+#: blocks and empty ones) and in the -n 4 subset. ARRAY_TESTS run whole at -n 2 and in the -n 4
+#: subset only, to keep the suite's time down (at three simulated ranks they run in-process).
 NEW_FUNCTION_TESTS = [
     f"tests/test_{name}.py"
     for name in (
@@ -192,10 +193,13 @@ NEW_FUNCTION_TESTS = [
         "stacking",
         "numpy_linalg",
         "fourier",
+        "fft_distributed",
         "numpy_library",
         "arranging",
         "statistics_sets",
         "array_api",
+        "tall_skinny",
+        "function_dtypes_errors",
     )
 ]
 
@@ -311,7 +315,7 @@ def test_array_suite_under_mpiexec(n, select, timeout):
     ranks fell out of step (the plugin fails a test on every rank when it
     fails on one, so they stay in step otherwise).
     """
-    files = ARRAY_TESTS if n == 2 else [*ARRAY_TESTS, *NEW_FUNCTION_TESTS]
+    files = {2: ARRAY_TESTS, 3: NEW_FUNCTION_TESTS}.get(n, [*ARRAY_TESTS, *NEW_FUNCTION_TESTS])
     args = ("-q", "-p", "no:cacheprovider", "-x", "-o", "timeout=120", *files, *select)
     collected = _collect(*args)
     if select:  # a renamed test would silently drop out of the subset

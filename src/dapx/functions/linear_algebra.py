@@ -2,13 +2,25 @@
 
 Products, transposes, traces and diagonals reuse dapx's distributed
 implementations (`matmul`, `tensordot`, `diagonal`, ...); norms are
-reductions (partials in rank order, nothing made whole) except the ones
-defined by singular values. Factorizations, solvers, inverses, determinants
-and eigenvalues make each matrix whole on one rank with the batch axes
-spread over the ranks (`dapx.functions.whole_core.on_whole_core`); a single
-matrix is made whole on one process with a `dapx.GatherWarning` above the
-gather threshold. Scalable algorithms for matrices that do not fit one
-process are the next step (tall-skinny QR, SUMMA, block-cyclic LU).
+reductions (partials in rank order, nothing made whole), the ones defined by
+singular values included (see below).
+
+A single tall matrix (2-d, ``m >= n >= 1``, any layout) goes through
+tall-skinny QR (`dapx.functions.tall_skinny`: the matrix never moves, each
+rank holds its block plus ``O(P n^2)``): `qr` (modes 'reduced' and 'r'),
+`svd` (``full_matrices=False``, or a square matrix), `svdvals`, `lstsq`,
+`pinv`, `matrix_rank`, `cond` and the norms of orders 2, -2 and 'nuc'; the
+functions that the adjoint leaves unchanged (`svd`, `svdvals`, `pinv`,
+`matrix_rank`, `cond` with ``p`` None/2/-2) take wide matrices through it too.
+
+Everything else (stacks of matrices, `inv`, `solve`, `det`, `eig*`,
+`cholesky`, `qr` with ``mode='complete'`` or ``'raw'`` and `svd` with
+``full_matrices=True`` of a non-square matrix, which need an ``m x m`` factor
+or LAPACK's Householder form, `hermitian=True`) makes each matrix whole on
+one rank with the batch axes spread over the ranks
+(`dapx.functions.whole_core.on_whole_core`); a single matrix is made whole on
+one process with a `dapx.GatherWarning` above the gather threshold. Scalable
+algorithms for large square matrices are the next step (SUMMA, block-cyclic LU).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.array import DistributedArray
 from ..core.dispatch import implements
+from . import tall_skinny as ts
 from .diagonals import diagonal as diagonal_
 from .linalg import matmul
 from .linalg import outer as outer_
@@ -25,6 +38,7 @@ from .linalg import tensordot as tensordot_
 from .reductions import max as max_
 from .reductions import min as min_
 from .reductions import sum as sum_
+from .scans import whole
 from .shaping import from_replicated, reshape
 from .shaping import matrix_transpose as matrix_transpose_
 from .whole_core import as_distributed_operand, on_rank0, on_whole_core
@@ -125,8 +139,24 @@ def cholesky(a, /, *, upper=False):
 
 @implements(la.qr)
 def qr(a, mode="reduced"):
-    """`numpy.linalg.qr` of each matrix."""
+    """`numpy.linalg.qr` of each matrix; a single tall one by TSQR (modes 'reduced', 'r').
+
+    # Note: dapx's TSQR gives ``R`` a real non-negative diagonal; NumPy's (LAPACK's) ``R``
+    # may have negative entries there, so ``Q`` and ``R`` may differ from NumPy's by the
+    # signs (phases) of ``Q``'s columns and ``R``'s rows. ``mode='complete'`` of a tall
+    # non-square matrix (an ``m x m`` ``Q``) and ``mode='raw'`` take the whole-matrix path.
+
+    >>> import numpy as np, dapx
+    >>> x = np.random.default_rng(0).standard_normal((8, 3))
+    >>> q, r = np.linalg.qr(dapx.asarray(x, backend=dapx.simulated(2)))
+    >>> bool(np.allclose((q @ r).gather(), x)), q.distribution.grid_shape
+    (True, (2, 1))
+    """
     _at_least_2d(a)
+    square = a.ndim == 2 and a.shape[0] == a.shape[1]
+    if ts.qualifies(a) and (mode in ("reduced", "r") or (mode == "complete" and square)):
+        result = ts.qr(a, "r" if mode == "r" else "reduced")
+        return result if mode == "r" else type(la.qr(np.eye(1)))(*result)
     if mode in ("r", "raw"):
         out = on_whole_core(lambda b: la.qr(b, mode), [a], [2], "np.linalg.qr", LinAlgError)
         return out[0] if mode == "r" else out
@@ -136,8 +166,32 @@ def qr(a, mode="reduced"):
 
 @implements(la.svd)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """`numpy.linalg.svd` of each matrix."""
+    """`numpy.linalg.svd` of each matrix; a single matrix through TSQR.
+
+    A single matrix with ``full_matrices=False`` (or a square one) is
+    factorized without gathering: ``U`` keeps a tall matrix's row layout
+    (``Vh`` a wide matrix's column layout). ``full_matrices=True`` of a
+    non-square matrix asks for an ``m x m`` factor and takes the whole-matrix
+    path (a `dapx.GatherWarning`); pass ``full_matrices=False``.
+
+    # Note: singular vectors are unique only up to a sign (phase) each; dapx's may
+    # differ from NumPy's by those.
+
+    >>> import numpy as np, dapx
+    >>> x = np.random.default_rng(0).standard_normal((9, 2))
+    >>> u, s, vh = np.linalg.svd(dapx.asarray(x, backend=dapx.simulated(3)), full_matrices=False)
+    >>> bool(np.allclose(s.gather(), np.linalg.svd(x).S))
+    True
+    """
     _at_least_2d(a)
+    square = a.ndim == 2 and a.shape[0] == a.shape[1]
+    if (
+        compute_uv
+        and not hermitian
+        and ts.qualifies_either_way(a)
+        and (not full_matrices or square)
+    ):
+        return type(la.svd(np.eye(1)))(*ts.svd(a))
     if not compute_uv:
         return (
             svdvals(a)
@@ -156,8 +210,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 @implements(la.svdvals)
 def svdvals(x, /):
-    """`numpy.linalg.svdvals` of each matrix."""
+    """`numpy.linalg.svdvals` of each matrix; a single matrix through TSQR."""
     _at_least_2d(x)
+    if ts.qualifies_either_way(x):
+        return ts.svdvals(x)
     return _one(la.svdvals, x, 2, "np.linalg.svdvals")
 
 
@@ -193,8 +249,20 @@ def eigvalsh(a, UPLO="L"):
 
 @implements(la.pinv)
 def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
-    """`numpy.linalg.pinv` of each matrix."""
+    """`numpy.linalg.pinv` of each matrix; a single matrix through TSQR (scalar tolerances)."""
     _at_least_2d(a)
+    if rcond is not None and rtol is not np._NoValue:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    if rcond is not None:
+        cut = rcond
+    elif rtol is np._NoValue:
+        cut = 1e-15
+    elif rtol is None:
+        cut = max(a.shape[-2:]) * np.finfo(ts.result_dtype(a.dtype)).eps
+    else:
+        cut = rtol
+    if not hermitian and ts.qualifies_either_way(a) and np.ndim(cut) == 0:
+        return ts.pinv(a, cut)
     kwargs = {"hermitian": hermitian}
     if rcond is not None:
         kwargs["rcond"] = rcond
@@ -217,9 +285,14 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
 
 @implements(la.matrix_rank)
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
-    """`numpy.linalg.matrix_rank` of each matrix (a vector's rank as NumPy's)."""
+    """`numpy.linalg.matrix_rank` of each matrix (a vector's rank as NumPy's).
+
+    A single matrix with scalar tolerances goes through TSQR's singular values.
+    """
     if A.ndim < 2:
         return (np.any(A != 0)).astype(np.intp)
+    if not hermitian and ts.qualifies_either_way(A) and np.ndim(tol) == 0 and np.ndim(rtol) == 0:
+        return ts.matrix_rank(A, tol, rtol)
     for name, value in (("tol", tol), ("rtol", rtol)):
         if value is not None and np.ndim(value):
             t = np.broadcast_to(as_distributed_operand(value, A), A.shape[:-2]).astype(float)
@@ -237,9 +310,34 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
 
 @implements(la.cond)
 def cond(x, p=None):
-    """`numpy.linalg.cond` of each matrix."""
+    """`numpy.linalg.cond` of each matrix; a single matrix through TSQR.
+
+    ``p`` None, 2 or -2: the singular values (any single matrix). Other orders
+    (square matrices): ``norm(x, p) * norm(inv(x), p)`` with ``inv(x)^T``
+    built row by row from the TSQR (`dapx.functions.tall_skinny.inverse_transpose`);
+    both norms are reductions. A matrix whose ``R`` is exactly singular has
+    condition number infinity, as NumPy's (which tests LU's pivots instead).
+    """
     _at_least_2d(x)
-    return _one(la.cond, x, 2, "np.linalg.cond", p)
+    if not ts.qualifies_either_way(x):
+        return _one(la.cond, x, 2, "np.linalg.cond", p)
+    real_t = np.dtype(ts.result_dtype(x.dtype).char.lower())
+    if p is None or p in (2, -2):
+        value = np.asarray(ts.cond_svd(x, p))
+    else:
+        if x.shape[0] != x.shape[1]:
+            raise LinAlgError("Last 2 dimensions of the array must be square")
+        transposed = ts.inverse_transpose(x)
+        if transposed is None:
+            value = np.asarray(np.inf, real_t)
+        else:
+            swapped = {1: np.inf, -1: -np.inf, np.inf: 1, -np.inf: -1}.get(p, p)
+            with np.errstate(all="ignore"):
+                product = norm(x, p) * norm(transposed, swapped)
+            value = np.asarray(whole(product, "np.linalg.cond"), real_t)
+    if np.isnan(value) and not whole(np.any(np.isnan(x)), "np.linalg.cond"):
+        value = np.asarray(np.inf, real_t)
+    return from_replicated(value.astype(real_t), x.backend)
 
 
 @implements(la.solve)
@@ -273,12 +371,37 @@ def solve(a, b):
 def lstsq(a, b, rcond=None):
     """`numpy.linalg.lstsq` (2-d `a`): ``(x, residuals, rank, s)``, rank a Python int.
 
-    `a` and `b` are made whole on rank 0 (see `dapx.functions.whole_core.on_rank0`);
-    the results (the size of the short side) are then on every rank.
+    A tall `a` (``m >= n``) goes through the TSQR of ``[a | b]`` and the SVD
+    of its ``R`` (`dapx.functions.tall_skinny.lstsq`: nothing is gathered; the
+    rank-deficient solution is NumPy's minimum-norm one). A wide `a` and `b`
+    are made whole on rank 0 (see `dapx.functions.whole_core.on_rank0`). The
+    results (the size of the short side) are on every rank.
+
+    >>> import numpy as np, dapx
+    >>> x = np.vander(np.arange(10.0), 2)
+    >>> a = dapx.asarray(x, backend=dapx.simulated(2))
+    >>> sol, res, rank, s = np.linalg.lstsq(a, 3 * np.arange(10.0) + 1)
+    >>> np.round(sol.gather(), 12).tolist(), rank
+    ([3.0, 1.0], 2)
     """
+    if not isinstance(a, DistributedArray):  # e.g. xarray's polyfit: a NumPy Vandermonde matrix
+        a = as_distributed_operand(a, b)  # each rank takes its own part: no communication
     if a.ndim != 2:
         raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
     b = as_distributed_operand(b, a)
+    if b.ndim not in (1, 2):
+        raise LinAlgError(f"{b.ndim}-dimensional array given. Array must be two-dimensional")
+    if b.shape[0] != a.shape[0]:
+        raise LinAlgError("Incompatible dimensions")
+    if ts.qualifies(a):
+        x, residuals, rank, s = ts.lstsq(a, b, rcond)
+        backend = a.backend
+        return (
+            from_replicated(x, backend),
+            from_replicated(residuals, backend),
+            rank,
+            from_replicated(s, backend),
+        )
     x, residuals, rank, s = on_rank0(
         lambda m, y: la.lstsq(m, y, rcond=rcond), [a, b], "np.linalg.lstsq", LinAlgError
     )

@@ -2,9 +2,9 @@
 
 `polyfit` builds the Vandermonde matrix of the distributed sample points
 (rows laid out like them) and solves the least-squares problem with
-`numpy.linalg.lstsq` (its operands made whole on rank 0 in this version: a
-`dapx.GatherWarning` above the gather threshold; tall-skinny QR is the
-scalable replacement). The other functions work on coefficient or root
+`numpy.linalg.lstsq`, which takes it through tall-skinny QR
+(`dapx.functions.tall_skinny`): nothing is gathered but the ``deg + 1``
+column scales. The other functions work on coefficient or root
 vectors, which are small: a distributed one is gathered (with a
 `dapx.GatherWarning` above the threshold) and the small result is
 distributed again without communication.
@@ -138,7 +138,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     scale = np.sqrt(sum_(lhs * lhs, axis=0))
     lhs = lhs / scale
     c, resids, rank, s = lstsq(lhs, rhs, rcond)
-    scale_values = whole(scale, "np.polyfit's column scales")
+    scale_values = scale.gather()  # deg + 1 values: small whatever the number of samples
     c = (c.T / scale_values).T
     if rank != order and not full:
         warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=2)
