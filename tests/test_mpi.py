@@ -199,6 +199,7 @@ NEW_FUNCTION_TESTS = [
         "statistics_sets",
         "array_api",
         "tall_skinny",
+        "summa",
         "function_dtypes_errors",
     )
 ]

@@ -1,6 +1,6 @@
 """Matrix products: ``@``/`numpy.matmul`, `dot`, `vdot`, `inner`, `outer`, `tensordot`.
 
-Two routes, chosen from the operands' shapes alone:
+Three routes, chosen from the operands' shapes alone:
 
 * a contraction in which one distributed operand has every axis of the
   other distributed operands (a matrix times a vector, a distributed array
@@ -9,14 +9,15 @@ Two routes, chosen from the operands' shapes alone:
 * two distributed stacks of matrices: each pair of matrices is made whole
   on one rank with the stack spread over the ranks
   (`dapx.functions.whole_core.on_whole_core`);
-* otherwise (a distributed matrix times a distributed matrix, or an outer
-  product) the operands are brought to row blocks, ``(M, K) @ (K, N)``, and
-  the row blocks of the right operand travel round a ring of the ranks:
-  at step ``t`` rank ``r`` multiplies the columns of its rows of the left
-  operand that match the block it holds, adds the product to its rows of
-  the result, and passes the block on. No rank ever holds more than one
-  block of each operand, and every rank adds its products in the same
-  order on every backend, so results are bitwise reproducible.
+* otherwise (a distributed matrix times a distributed matrix, and a
+  `tensordot` of two distributed operands that both keep free axes, as a
+  matrix product) is SUMMA on a 2-D process grid
+  (`dapx.functions.summa`): panels of the left operand's columns travel
+  along the grid rows and panels of the right operand's rows along the grid
+  columns, so no rank holds more than its blocks plus one panel of each
+  operand, and every rank adds its products in the same order on every
+  backend (bitwise reproducible for a given grid). The result is in 2-D
+  blocks on that grid.
 
 The generalized ufuncs `numpy.vecdot`, `numpy.matvec` and `numpy.vecmat`
 are elementwise products followed by a sum over the core axis.
@@ -30,10 +31,10 @@ import string
 
 import numpy as np
 
-from ..core.array import DistributedArray, new_array
+from ..core.array import DistributedArray
 from ..core.dispatch import implements, implements_method
-from ..layout.distribution import Distribution
 from .shaping import write_into
+from .summa import summa
 
 __all__ = ["apply_gufunc", "dot", "inner", "matmul", "outer", "tensordot", "vdot"]
 
@@ -46,59 +47,6 @@ def _finish(result, out, dtype):
     if dtype is not None and result.dtype != np.dtype(dtype):
         result = result.astype(dtype)
     return result if out is None else write_into(out, result)
-
-
-def _ring_matmul(a: DistributedArray, b: DistributedArray) -> DistributedArray:
-    """``a @ b`` for 2-D distributed `a` (M, K) and `b` (K, N), in a ring of the ranks."""
-    backend = a.backend
-    nranks = backend.nranks
-    (m, k), n = a.shape, b.shape[1]
-    dtype = np.result_type(a.dtype, b.dtype)
-    if 0 in (m, k, n):  # an empty product: nothing to pass round (zeros when only k is 0)
-        from ..core.creation import zeros
-
-        return zeros((m, n), dtype, dist=("b", "n"), backend=backend)
-    left = a.redistribute(Distribution.create((m, k), ("b", "n"), nranks=nranks))
-    right = b.redistribute(Distribution.create((k, n), ("b", "n"), nranks=nranks))
-    bounds = right.distribution.maps[0].bounds
-    ranks = backend.local_ranks
-    held = {r: np.ascontiguousarray(right.locals[r]) for r in ranks}
-    result: dict[int, np.ndarray] = {}
-    for step in range(nranks):
-        for r in ranks:
-            s = (r + step) % nranks
-            part = np.matmul(left.locals[r][:, bounds[s] : bounds[s + 1]], held[r])
-            if step == 0:
-                result[r] = part.astype(dtype, copy=False)
-            else:
-                np.add(result[r], part, out=result[r])
-        if step < nranks - 1:
-            held = _pass_left(held, bounds, step, n, dtype, backend)
-    dist = Distribution.create((m, n), ("b", "n"), nranks=nranks)
-    return new_array(dist, result, backend, dtype)
-
-
-def _pass_left(held: dict, bounds, step: int, n: int, dtype, backend) -> dict:
-    """Every rank's block to the rank before it in the ring, in one neighbour exchange."""
-    nranks = backend.nranks
-    sends, recvcounts = {}, {}
-    for r, block in held.items():
-        counts = np.zeros(nranks, np.intp)
-        counts[(r - 1) % nranks] = block.size
-        sends[r] = (block.reshape(-1), counts)
-        s = (r + step + 1) % nranks
-        expect = np.zeros(nranks, np.intp)
-        expect[(r + 1) % nranks] = (bounds[s + 1] - bounds[s]) * n
-        recvcounts[r] = expect
-    received = backend.alltoallv(sends, recvcounts, sparse=True)
-    out = {}
-    for r in held:
-        s = (r + step + 1) % nranks
-        rows = int(bounds[s + 1] - bounds[s])
-        piece = received[r].get((r + 1) % nranks)
-        # Zero-length pieces are not delivered; hold an empty block for that step.
-        out[r] = np.empty((0, n), held[r].dtype) if piece is None else piece.reshape(rows, n)
-    return out
 
 
 def _letters(count: int, start: int = 0) -> str:
@@ -155,7 +103,7 @@ def tensordot(a, b, axes=2):
     free_a = [i for i in range(np.ndim(a)) if i not in axes_a]
     free_b = [i for i in range(np.ndim(b)) if i not in axes_b]
     if _distributed(a) and _distributed(b) and free_a and free_b:
-        return _tensordot_by_ring(a, b, axes_a, axes_b, free_a, free_b)
+        return _tensordot_by_matmul(a, b, axes_a, axes_b, free_a, free_b)
     sub_a = _letters(np.ndim(a))
     sub_b = list(_letters(np.ndim(b), np.ndim(a)))
     for x, y in zip(axes_a, axes_b):
@@ -165,14 +113,14 @@ def tensordot(a, b, axes=2):
     return np.einsum(f"{sub_a},{sub_b}->{rhs}", a, b)
 
 
-def _tensordot_by_ring(a, b, axes_a, axes_b, free_a, free_b):
+def _tensordot_by_matmul(a, b, axes_a, axes_b, free_a, free_b):
     """Contract through 2-D matrices: ``(free_a, contracted) @ (contracted, free_b)``."""
     shape_a = [a.shape[i] for i in free_a]
     shape_b = [b.shape[i] for i in free_b]
     k = math.prod(a.shape[i] for i in axes_a)
     left = np.reshape(np.transpose(a, free_a + axes_a), (math.prod(shape_a), k))
     right = np.reshape(np.transpose(b, axes_b + free_b), (k, math.prod(shape_b)))
-    product = _ring_matmul(left, right)
+    product = summa(left, right)
     return np.reshape(product, (*shape_a, *shape_b))
 
 
@@ -210,7 +158,7 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
         )
     if nd1 <= 2 and nd2 <= 2:
         if nd1 == 2 and nd2 == 2 and _distributed(x1) and _distributed(x2):
-            return _finish(_ring_matmul(x1, x2), out, dtype)
+            return _finish(summa(x1, x2), out, dtype)
         sub1 = "ij"[2 - nd1 :]
         sub2 = "jk"[:nd2] if nd2 == 2 else "j"
         rhs = (sub1[0] if nd1 == 2 else "") + ("k" if nd2 == 2 else "")
