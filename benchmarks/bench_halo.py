@@ -11,10 +11,23 @@ Targets (issue 5), on a 4096 x 4096 float64 grid, 50 iterations:
 * at least 3x faster than ``dask.array.map_overlap`` on the same machine.
 
 Every variant applies the same kernel (`dapx.cli.demo.jacobi_kernel`) to the same
-problem and the results are checked against NumPy. Times are medians of
-interleaved rounds; the MPI runs (one ``mpiexec`` per round, warmed up before
-timing) alternate with the dask runs, and the speed-up is the median of the
-per-round ratios.
+problem and the results are checked (``assert``, bit for bit): on the
+simulated backend dapx's fields against NumPy's, under MPI dapx's blocks
+against the Sendrecv program's, and dask's ``map_overlap`` against NumPy on
+a small problem. Every part warms up first (2 iterations of each variant: plans,
+communicators, imports), then its variants alternate round by round with the
+order reversed every other round. The simulated part runs in this process;
+the MPI part runs one ``mpiexec -n 2`` per round, in which the Sendrecv code
+and dapx each warm up and then run once, Sendrecv first in even rounds and
+dapx first in odd ones; these MPI runs alternate with the dask runs (MPI
+first, then dask first), and the speed-up is the median of the per-round
+ratios.
+
+Peak memory: the most memory each variant allocates (``tracemalloc``, which
+sees NumPy's buffers) during a 2-iteration run, arrays included, in MB: for
+the simulated part the 4 ranks together (one process), for the MPI part the
+largest rank. Not measured for dask (its memory is in the scheduler's threads
+and caches, not one call's allocations).
 
 The simulated part runs dapx on its default grid (4 x 1 row slabs for
 4096 x 4096: `dapx.default_grid` keeps the contiguous axis whole) and on an
@@ -37,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -45,12 +59,30 @@ import dapx
 from dapx.cli.demo import boundary_values, jacobi_kernel
 
 
-def _median_times(variants: dict, rounds: int) -> dict[str, float]:
+def _median_times(variants: dict, rounds: int, first_round: int = 0) -> dict[str, float]:
+    """Medians of the times the variants return, run in turn, the order reversed every other round.
+
+    Round ``first_round + k`` runs the variants in their given order when even, reversed
+    when odd (the caller warms up).
+    """
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            times[name].append(fn())
+    order = list(variants)
+    for k in range(first_round, first_round + rounds):
+        for name in order if k % 2 == 0 else order[::-1]:
+            times[name].append(variants[name]())
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _peak_mb(fn) -> float:
+    """Peak MB allocated (NumPy buffers included) while `fn` runs."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del result
+    return peak / 1e6
 
 
 # -- NumPy and dapx on simulated ranks ---------------------------------------------------------
@@ -130,19 +162,27 @@ def simulated_part(n: int, iterations: int, rounds: int, bufsize: int) -> dict:
 
         return run
 
-    variants = {
-        "numpy": variant("numpy", lambda: numpy_jacobi(n, iterations)),
-        "dapx": variant("dapx", lambda: dapx_jacobi(n, iterations, backend)),
-        "2x2": variant("2x2", lambda: dapx_jacobi(n, iterations, backend, grid=(2, 2))),
-        "blocks": lambda: blocks_jacobi(n, iterations),
-    }
-    for key in ("numpy", "2x2"):  # the same two with a smaller NumPy buffer, interleaved
-        variants[f"{key}-buf"] = _with_bufsize(bufsize, variants[key])
-    med = _median_times(variants, rounds)
+    def variants(it):
+        v = {
+            "numpy": variant("numpy", lambda: numpy_jacobi(n, it)),
+            "dapx": variant("dapx", lambda: dapx_jacobi(n, it, backend)),
+            "2x2": variant("2x2", lambda: dapx_jacobi(n, it, backend, grid=(2, 2))),
+            "blocks": lambda: blocks_jacobi(n, it),
+        }
+        for key in ("numpy", "2x2"):  # the same two with a smaller NumPy buffer, interleaved
+            v[f"{key}-buf"] = _with_bufsize(bufsize, v[key])
+        return v
+
+    warm = variants(2)
+    for fn in warm.values():  # warm-up: halo plans, the heap's pages
+        fn()
+    peaks = {key: _peak_mb(warm[key]) for key in ("numpy", "dapx", "2x2", "blocks")}
+    med = _median_times(variants(iterations), rounds)
     expected = state["numpy"][1:-1, 1:-1]
-    same = all(np.array_equal(state[k].interior.gather(), expected) for k in ("dapx", "2x2"))
+    for key in ("dapx", "2x2"):
+        np.testing.assert_array_equal(state[key].interior.gather(), expected, err_msg=key)
     grid = state["dapx"].distribution.grid_shape
-    return {**med, "same": bool(same), "grid": grid}
+    return {**med, "grid": grid, "peak": peaks}
 
 
 # -- under mpiexec -n 2: dapx on MPI and a hand-written Sendrecv code ----------------------------
@@ -171,7 +211,8 @@ def sendrecv_jacobi(n: int, iterations: int, comm):
     return time.perf_counter() - t0, p[1:-1, 1:-1]
 
 
-def mpi_part(n: int, iterations: int, rounds: int) -> None:
+def mpi_part(n: int, iterations: int, rounds: int, first_round: int) -> None:
+    """Round ``first_round`` runs Sendrecv first when even, dapx first when odd."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
@@ -186,15 +227,25 @@ def mpi_part(n: int, iterations: int, rounds: int) -> None:
         t, state["dapx"] = dapx_jacobi(n, iterations, backend)
         return comm.allreduce(t, op=MPI.MAX)
 
-    # Warm up (the halo plan, the Cartesian communicator) outside the timed rounds.
-    sendrecv_jacobi(n, 2, comm)
-    dapx_jacobi(n, 2, backend)
-    med = _median_times({"sendrecv": run_sendrecv, "dapx": run_dapx}, rounds)
+    # Warm up (the halo plan, the Cartesian communicator) outside the timed rounds, and
+    # measure each variant's peak allocation on a short run (the largest rank's).
+    warm = {
+        "sendrecv": lambda: sendrecv_jacobi(n, 2, comm),
+        "dapx": lambda: dapx_jacobi(n, 2, backend),
+    }
+    order = list(warm) if first_round % 2 == 0 else list(warm)[::-1]
+    peaks = {}
+    for key in order:
+        warm[key]()
+        peaks[key] = comm.allreduce(_peak_mb(warm[key]), op=MPI.MAX)
+    med = _median_times({"sendrecv": run_sendrecv, "dapx": run_dapx}, rounds, first_round)
     mine = state["dapx"].interior.local()
     same = comm.allreduce(bool(np.array_equal(mine, state["sendrecv"])), op=MPI.LAND)
+    if not same:
+        raise AssertionError("dapx and the hand-written Sendrecv program disagree")
     grid = state["dapx"].distribution.grid_shape
     if comm.Get_rank() == 0:
-        print(json.dumps({**med, "same": bool(same), "nranks": comm.Get_size(), "grid": grid}))
+        print(json.dumps({**med, "nranks": comm.Get_size(), "grid": grid, "peak": peaks}))
 
 
 # -- dask.array map_overlap -----------------------------------------------------------------------
@@ -220,7 +271,7 @@ def dask_part(n: int, iterations: int, rounds: int, chunks: tuple[int, int]) -> 
         if rounds == 0:  # warm-up only
             run(2)
             return {}
-        med = _median_times({"dask": run}, rounds)
+        med = {"dask": statistics.median(run() for _ in range(rounds))}
     # Same kernel, cold walls everywhere: check against NumPy on a few iterations.
     small = da.from_array(np.random.default_rng(0).random((40, 40)), chunks=(20, 40))
     y = small
@@ -231,10 +282,18 @@ def dask_part(n: int, iterations: int, rounds: int, chunks: tuple[int, int]) -> 
     for _ in range(5):
         jacobi_kernel(p, q)
         p, q = q, p
-    return {**med, "same": bool(np.array_equal(y.compute(), p[1:-1, 1:-1]))}
+    np.testing.assert_array_equal(y.compute(), p[1:-1, 1:-1], err_msg="dask map_overlap")
+    return med
 
 
 # -- the report -----------------------------------------------------------------------------------
+
+
+def _line(label: str, t: float, ratio: float | None = None, peak: float | None = None) -> str:
+    """One report line: seconds, ratio to the reference, peak MB (blank where not given)."""
+    text = f"  {label:<28} {t:8.3f} s"
+    text += f"   {ratio:5.2f}x" if ratio is not None else " " * 9
+    return (text + (f"  {peak:8.1f}" if peak is not None else "")).rstrip()
 
 
 def main() -> int:
@@ -245,6 +304,7 @@ def main() -> int:
     parser.add_argument("--part", choices=["all", "simulated", "mpi", "dask"], default="all")
     # Set on the processes this script starts under mpiexec, not by hand.
     parser.add_argument("--mpi-rank", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--bufsize",
         type=int,
@@ -254,14 +314,14 @@ def main() -> int:
     args = parser.parse_args()
     n, it, rounds = args.size, args.iterations, args.rounds
     if args.mpi_rank:
-        mpi_part(n, it, rounds)
+        mpi_part(n, it, rounds, args.first_round)
         return 0
     print(f"2-D 5-point Jacobi, {n} x {n} float64, {it} iterations (median of {rounds} rounds)")
     if args.part in ("all", "simulated"):
         s = simulated_part(n, it, rounds, args.bufsize)
-        print(f"\n4 simulated ranks vs one NumPy array (target <= 1.30x), same result: {s['same']}")
-        print(f"NumPy's ufunc buffer {np.getbufsize()} elements (its default):")
-        print(f"  numpy slicing stencil        {s['numpy']:8.3f} s")
+        print("\n4 simulated ranks vs one NumPy array (target <= 1.30x), results checked")
+        print(f"NumPy's ufunc buffer {np.getbufsize()} elements (its default):{'peak MB':>10}")
+        print(_line("numpy slicing stencil", s["numpy"], peak=s["peak"]["numpy"]))
         default = " x ".join(map(str, s["grid"]))
         rows = [
             ("dapx", f"dapx, default grid {default}"),
@@ -269,36 +329,38 @@ def main() -> int:
             ("blocks", "numpy on 2x2 blocks, no dapx"),
         ]
         for key, label in rows:
-            print(f"  {label:<28} {s[key]:8.3f} s   {s[key] / s['numpy']:5.2f}x")
+            print(_line(label, s[key], s[key] / s["numpy"], s["peak"][key]))
         print(f"  dapx's own cost on 2 x 2: {s['2x2'] / s['blocks']:.2f}x the bare kernels")
         print(f"np.setbufsize({args.bufsize}) for both:")
-        print(f"  numpy slicing stencil        {s['numpy-buf']:8.3f} s")
-        ratio = s["2x2-buf"] / s["numpy-buf"]
-        print(f"  dapx, grid 2 x 2             {s['2x2-buf']:8.3f} s   {ratio:5.2f}x")
+        print(_line("numpy slicing stencil", s["numpy-buf"]))
+        print(_line("dapx, grid 2 x 2", s["2x2-buf"], s["2x2-buf"] / s["numpy-buf"]))
     chunks = ((n + 1) // 2, n)  # the decomposition of the 2 MPI ranks
     runs: dict[str, list] = {"mpi": [], "dask": []}
     if args.part in ("all", "dask"):
         dask_part(n, it, 0, chunks)
-    for _ in range(rounds):  # one MPI run, then one dask run, so both see the same machine
-        if args.part in ("all", "mpi"):
-            runs["mpi"].append(_mpi_run(n, it))
-        if args.part in ("all", "dask"):
-            runs["dask"].append(dask_part(n, it, 1, chunks))
+    for k in range(rounds):  # MPI and dask alternate, each going first every other round
+        parts = [
+            ("mpi", lambda k=k: _mpi_run(n, it, k)),
+            ("dask", lambda: dask_part(n, it, 1, chunks)),
+        ]
+        for part, fn in parts if k % 2 == 0 else parts[::-1]:
+            if args.part in ("all", part):
+                runs[part].append(fn())
     if runs["mpi"]:
         mpi = {k: statistics.median(r[k] for r in runs["mpi"]) for k in ("sendrecv", "dapx")}
-        same = all(r["same"] for r in runs["mpi"])
+        peak = {k: max(r["peak"][k] for r in runs["mpi"]) for k in ("sendrecv", "dapx")}
         ratio = statistics.median(r["dapx"] / r["sendrecv"] for r in runs["mpi"])
         print(
             f"\nmpiexec -n 2, grid {tuple(runs['mpi'][0]['grid'])} (target <= 1.15x), "
-            f"same result: {same}"
+            "results checked; peak MB of the largest rank"
         )
-        print(f"  mpi4py Sendrecv              {mpi['sendrecv']:8.3f} s")
-        print(f"  dapx update_halos            {mpi['dapx']:8.3f} s   {ratio:5.2f}x")
+        print(_line("mpi4py Sendrecv", mpi["sendrecv"], peak=peak["sendrecv"]))
+        print(_line("dapx update_halos", mpi["dapx"], ratio, peak["dapx"]))
     if runs["dask"]:
         chunks_text = f"chunks {chunks}, 2 threads, same kernel"
-        print(f"\ndask.array map_overlap, {chunks_text}: {all(r['same'] for r in runs['dask'])}")
+        print(f"\ndask.array map_overlap, {chunks_text}, results checked")
         dask_time = statistics.median(r["dask"] for r in runs["dask"])
-        print(f"  dask                         {dask_time:8.3f} s")
+        print(_line("dask", dask_time))
         if runs["mpi"]:
             speedups = [d["dask"] / m["dapx"] for d, m in zip(runs["dask"], runs["mpi"])]
             print(
@@ -308,8 +370,8 @@ def main() -> int:
     return 0
 
 
-def _mpi_run(n: int, iterations: int) -> dict:
-    """One timed round of the MPI part, in its own ``mpiexec -n 2``."""
+def _mpi_run(n: int, iterations: int, round_index: int) -> dict:
+    """One timed round of the MPI part, in its own ``mpiexec -n 2`` (see `mpi_part`)."""
     mpiexec = Path(sys.executable).parent / "mpiexec"
     env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
     cmd = [
@@ -325,6 +387,8 @@ def _mpi_run(n: int, iterations: int) -> dict:
         str(iterations),
         "--rounds",
         "1",
+        "--first-round",
+        str(round_index),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])

@@ -34,10 +34,17 @@ core`` would do.
   microseconds (target: under 50 us), next to the hand-written ``x + 1`` and
   local sum + ``Allreduce``.
 
-Results are checked: reductions with ``np.allclose`` on rank 0, elementwise
-results and redistributions by comparing every rank's local block with the
-hand-written one, plus a small sample gathered on rank 0 and compared with
-``np.array_equal`` to the values the global index formula predicts.
+Results are checked before timing, and a mismatch raises on every rank:
+reductions with ``np.allclose``, elementwise results and redistributions by
+comparing every rank's local block with the hand-written one, plus a small
+sample gathered on rank 0 and compared with ``np.array_equal`` to the values
+the global index formula predicts.
+
+Peak memory: for the large operations and the redistributions, the most
+memory one call allocates on a rank (``tracemalloc``, which sees NumPy's
+buffers, the result included; MPI's internal buffers are not seen), the
+largest over ranks, in MB, for the hand-written program and dapx (one call
+each, outside the timed rounds). Not for dask.array (rank 0 alone, threads).
 
 ``--profile`` adds a cProfile listing (rank 0) of the dapx redistributions
 and of the small-array operations; ``--quick`` shrinks sizes and rounds.
@@ -52,6 +59,7 @@ import io
 import os
 import pstats
 import time
+import tracemalloc
 
 import numpy as np
 from mpi4py import MPI
@@ -152,6 +160,19 @@ def _interleaved(
     return {name: float(np.median(times[k])) for k, name in enumerate(variants)}, done
 
 
+def _peak_mb(fn) -> float:
+    """Peak MB allocated during one call of `fn` (NumPy buffers included), the max over ranks."""
+    COMM.Barrier()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del result
+    return COMM.allreduce(peak, op=MPI.MAX) / 1e6
+
+
 def _row(name: str, values: list[float], ref: float, fmt: str = "9.4f") -> str:
     cells = " ".join(f"{v:>{fmt}}" if v == v else f"{'-':>9}" for v in values)
     return f"{name:<22} {cells} {values[1] / ref:>7.2f}"
@@ -185,8 +206,8 @@ def large_ops(n: int, rounds: int) -> dict[str, float]:
     _check(np.array_equal((a * b + c).local(), x * y + z), "a*b+c")
     sums = (float(np.sum(a)), _sum_hand(x))
     stds = (float(np.std(a)), _std_hand(x, n))
-    if RANK == 0 and not (np.allclose(*sums, rtol=1e-12) and np.allclose(*stds, rtol=1e-12)):
-        raise AssertionError(f"reductions disagree: sum {sums}, std {stds}")
+    ok = np.allclose(*sums, rtol=1e-12) and np.allclose(*stds, rtol=1e-12)
+    _check(ok, f"reductions: sum {sums}, std {stds}")
 
     pairs = {
         "a*b+c": (lambda: x * y + z, lambda: a * b + c),
@@ -197,7 +218,8 @@ def large_ops(n: int, rounds: int) -> dict[str, float]:
     for name, (hand, dx) in pairs.items():
         variants[f"hand {name}"] = hand
         variants[f"dapx {name}"] = dx
-    return _interleaved(variants, rounds)[0]
+    peaks = {f"{key} MB": _peak_mb(fn) for key, fn in variants.items()}
+    return {**_interleaved(variants, rounds)[0], **peaks}
 
 
 def dask_large_ops(n: int, rounds: int) -> dict[str, float]:
@@ -302,10 +324,10 @@ def transpose(n: int, rounds: int, budget: float, profile: bool):
     if profile:
         _profile("transpose", dx)
     # the checked calls above were the warm-up (plans cached, pages touched)
-    med, done = _interleaved(
-        {"hand": hand, "dapx": dx, "hand in place": hand_in_place}, rounds, 0, budget=budget
-    )
-    return {**med, "dapx first": first}, done
+    variants = {"hand": hand, "dapx": dx, "hand in place": hand_in_place}
+    peaks = {f"{key} MB": _peak_mb(fn) for key, fn in variants.items()}
+    med, done = _interleaved(variants, rounds, 0, budget=budget)
+    return {**med, **peaks, "dapx first": first}, done
 
 
 def block_to_cyclic(n: int, rounds: int, budget: float, profile: bool):
@@ -365,10 +387,10 @@ def block_to_cyclic(n: int, rounds: int, budget: float, profile: bool):
     if profile:
         _profile("block -> cyclic", dx)
     # the checked calls above were the warm-up (plans cached, pages touched)
-    med, done = _interleaved(
-        {"hand": hand, "dapx": dx, "hand in place": hand_in_place}, rounds, 0, budget=budget
-    )
-    return {**med, "dapx first": first}, done
+    variants = {"hand": hand, "dapx": dx, "hand in place": hand_in_place}
+    peaks = {f"{key} MB": _peak_mb(fn) for key, fn in variants.items()}
+    med, done = _interleaved(variants, rounds, 0, budget=budget)
+    return {**med, **peaks, "dapx first": first}, done
 
 
 # -- per-operation overhead -------------------------------------------------------------------
@@ -472,10 +494,14 @@ def main() -> None:
         f"\n{n_large:.0e} float64 over {P} ranks, median of {r_large} (dask: rank 0 alone, "
         f"{P} chunks, threads)"
     )
-    _print(f"{'operation':<22} {'hand s':>9} {'dapx s':>9} {'dask s':>9} {'ratio':>7}  target")
+    _print(
+        f"{'operation':<22} {'hand s':>9} {'dapx s':>9} {'dask s':>9} {'ratio':>7}  target"
+        f"  {'hand MB':>8} {'dapx MB':>8}"
+    )
     for name in ("a*b+c", "np.sum(a)", "np.std(a)"):
         h, d = large[f"hand {name}"], large[f"dapx {name}"]
-        _print(_row(name, [h, d, dask_large.get(name, float("nan"))], h) + "  <= 1.10")
+        mb = f"  {large[f'hand {name} MB']:>8.1f} {large[f'dapx {name} MB']:>8.1f}"
+        _print(_row(name, [h, d, dask_large.get(name, float("nan"))], h) + "  <= 1.10" + mb)
     _print(lap())
 
     rows = []
@@ -499,6 +525,13 @@ def main() -> None:
             _row(title, [h, d, ip], h)
             + f"  <= 1.50  ({d / ip:.2f}; {done}; {med['dapx first']:.2f} s)"
         )
+    _print(
+        f"{'peak MB (largest rank)':<35}"
+        + " ".join(f"{h:>8}" for h in ("hand", "dapx", "in-place"))
+    )
+    for title, med, _ in rows:
+        mb = [med[f"{key} MB"] for key in ("hand", "dapx", "hand in place")]
+        _print(f"  {title:<32} " + " ".join(f"{v:>8.1f}" for v in mb))
     _print(lap())
 
     small = overhead(n_small, calls, args.profile)

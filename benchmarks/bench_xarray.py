@@ -9,10 +9,16 @@ A 4096 x 4096 float64 DataArray with dims ("x", "y"): ``da.mean("x")``,
 DataArray, on the same DataArray distributed with ``.dap.distribute`` (dapx's
 default grid, 4 row blocks, and a 2 x 2 grid), and on xarray over dask.array
 with 4 chunks (computed with the threaded scheduler, as dask users run it).
-Variants are interleaved over several rounds; medians and ratios to NumPy
-are printed. Target (issue 6): dapx within 1.3x of NumPy-backed xarray.
-Two ``da.pad`` rows (``np.pad`` underneath: edges read locally for reflect,
-fetched from the opposite edge ranks for wrap) follow the three targets.
+Every dapx and dask result is compared with the NumPy-backed one
+(``xr.testing.assert_allclose``) before timing. Variants are interleaved over
+several rounds after a warm-up, the order reversed every other round;
+medians and ratios to NumPy are printed. Target (issue 6): dapx within 1.3x
+of NumPy-backed xarray. Two ``da.pad`` rows (``np.pad`` underneath: edges
+read locally for reflect, fetched from the opposite edge ranks for wrap)
+follow the three targets. A second table gives the peak memory one call
+allocates (``tracemalloc``, which sees NumPy's buffers, the result
+included; the 4 simulated ranks are in this one process, so this is their
+sum; for dask, the threads' allocations while it computes).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import tracemalloc
 
 import numpy as np
 import xarray as xr
@@ -28,15 +35,30 @@ import dapx
 
 
 def _interleaved(variants: dict, rounds: int) -> dict[str, float]:
+    """Medians after a warm-up call of each, the order reversed every other round."""
     times: dict[str, list[float]] = {name: [] for name in variants}
     for fn in variants.values():
         fn()
-    for _ in range(rounds):
-        for name, fn in variants.items():
+    order = list(variants)
+    for k in range(rounds):
+        for name in order if k % 2 == 0 else order[::-1]:
             t0 = time.perf_counter()
-            fn()
+            result = variants[name]()
             times[name].append(time.perf_counter() - t0)
+            del result
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _peak_mb(fn) -> float:
+    """Peak MB allocated (NumPy buffers included) while `fn` runs, its result included."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del result
+    return peak / 1e6
 
 
 OPERATIONS = {
@@ -62,10 +84,13 @@ def main(n: int = 4096, rounds: int = 7) -> None:
         "dapx 2x2": da.dap.distribute(x=2, y=2, backend=backend),
         "dask 4 chunks": da.chunk({"x": n // 4}),
     }
-    for name, obj in objects.items():
-        if name.startswith("dapx"):  # the result is the same as NumPy's
-            for op in OPERATIONS.values():
+    for name, obj in objects.items():  # every result is the same as NumPy's
+        for op in OPERATIONS.values():
+            if name.startswith("dapx"):
                 xr.testing.assert_allclose(op(obj).dap.gather(), op(da))
+            elif name.startswith("dask"):
+                with dask.config.set(scheduler="threads"):
+                    xr.testing.assert_allclose(op(obj).compute(), op(da))
     variants = {}
     for op_name, op in OPERATIONS.items():
         for name, obj in objects.items():
@@ -74,6 +99,7 @@ def main(n: int = 4096, rounds: int = 7) -> None:
             else:
                 variants[(op_name, name)] = lambda op=op, obj=obj: op(obj)
     with dask.config.set(scheduler="threads"):
+        peaks = {key: _peak_mb(fn) for key, fn in variants.items()}
         med = _interleaved(variants, rounds)
     names = list(objects)
     print(
@@ -88,6 +114,10 @@ def main(n: int = 4096, rounds: int = 7) -> None:
             for name in names
         ]
         print(f"{op_name:<28}" + "".join(f"{c:>22}" for c in cells))
+    print(f"\npeak MB allocated by one call (input: {values.nbytes / 1e6:.0f} MB)")
+    print(f"{'operation':<28}" + "".join(f"{name:>22}" for name in names))
+    for op_name in OPERATIONS:
+        print(f"{op_name:<28}" + "".join(f"{peaks[(op_name, name)]:>22.1f}" for name in names))
 
 
 if __name__ == "__main__":
