@@ -201,6 +201,7 @@ NEW_FUNCTION_TESTS = [
         "tall_skinny",
         "summa",
         "function_dtypes_errors",
+        "sorting_at_scale",
     )
 ]
 
@@ -306,7 +307,7 @@ ARRAY_SUBSET = [
 @pytest.mark.timeout(1000)
 @pytest.mark.parametrize(
     ("n", "select", "timeout"),
-    [(2, [], 300), (3, [], 450), (4, ["-k", " or ".join(ARRAY_SUBSET)], 300)],
+    [(2, [], 300), (3, [], 600), (4, ["-k", " or ".join(ARRAY_SUBSET)], 300)],
     ids=["2", "3", "4-subset"],
 )
 def test_array_suite_under_mpiexec(n, select, timeout):

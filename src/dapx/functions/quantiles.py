@@ -1,9 +1,15 @@
 """Order statistics of distributed arrays: medians, quantiles and percentiles.
 
-They are exact: the reduced axes are moved so that they are whole on every
-rank (only 1-D slices along them move, see `dapx.exchange.whole_axes.move_axes`) and
-NumPy computes each slice. A reduction over every axis therefore brings the
-whole array to one rank (rank 0), never to every rank.
+They are exact. Over some axes, the reduced axes are moved so that they are
+whole on every rank (only 1-D slices along them move, see
+`dapx.exchange.whole_axes.move_axes`) and NumPy computes each slice. Over
+every axis of a distributed array (``axis=None``) the flattened array is
+sorted with the distributed sample sort (`dapx.functions.sorting`: no rank
+receives more than about 1.3 times its share, whatever the keys) and only
+the few order statistics the result needs are fetched: NaNs sort last, so
+the NaN-ignoring variants read the first ``n - count(NaN)`` elements. The
+interpolation is NumPy's own (its quantile method table), so results are
+bitwise NumPy's. Weighted quantiles still move the whole array to rank 0.
 """
 
 from __future__ import annotations
@@ -33,7 +39,14 @@ from .reduction_engine import (
     spmd_warnings,
     store,
 )
+from .shaping import ravel
+from .sorting import searchsorted, sort
 from .statistics import _weights, nanmean
+
+try:  # NumPy's quantile methods (private, stable since NumPy 1.22): exact interpolation
+    from numpy.lib import _function_base_impl as _np_quantile
+except ImportError:  # pragma: no cover - a NumPy without them gathers along the axes
+    _np_quantile = None
 
 __all__ = [
     "median",
@@ -55,6 +68,64 @@ def _local_statistic(func, block, axes, keepdims, dtype, kw):
     if 0 in shape:
         return np.empty(shape, dtype)
     return np.asarray(func(block, axis=axes, keepdims=keepdims, **kw), dtype)
+
+
+_NAN_FUNCS = (np.nanmedian, np.nanquantile, np.nanpercentile)
+
+
+def _fetch(s: DistributedArray, index: np.ndarray) -> np.ndarray:
+    """Elements of the distributed sorted array at a few NumPy indices, on every process."""
+    index = np.asarray(index, np.intp)
+    if index.size == 0:
+        return np.empty(index.shape, s.dtype)
+    return s[index.ravel()].gather().reshape(index.shape)
+
+
+def _from_sorted(func, a: DistributedArray, kw: dict):
+    """`func` over every axis of `a` from its distributed sort, or None where not handled.
+
+    Mirrors NumPy's `_quantile` (and `_median`): the result depends on the
+    sorted values only at a few indices, and on whether the last one is NaN.
+    """
+    q = kw.get("q")
+    if func not in (np.median, np.nanmedian) and _np_quantile is None:
+        return None
+    s = sort(ravel(a))
+    n = s.shape[0]
+    m = n
+    if s.dtype.kind in "f":
+        m = int(searchsorted(s, s.dtype.type(np.nan)))  # NaNs sort last
+    if func in _NAN_FUNCS:
+        if m == 0:
+            return None  # all NaN: NumPy's warning and NaN, by the general path
+    elif m < n:  # a NaN: NumPy's result is the last sorted element, NaN
+        last = _fetch(s, np.array([n - 1]))[0]
+        shape = np.shape(q) if q is not None else ()
+        return np.full(shape, last)[()] if shape else last
+    if func in (np.median, np.nanmedian):
+        middle = _fetch(s, np.unique([(m - 1) // 2, m // 2]))
+        return np.median(middle)  # the mean of the middle one or two, as NumPy's
+    method = kw.get("method", "linear")
+    props = _np_quantile._QuantileMethods.get(method)
+    if props is None:
+        return None  # NumPy's error, by the general path
+    weak_q = type(q) in (int, float)
+    if func in (np.percentile, np.nanpercentile):
+        qa = np.true_divide(q, 100, out=...)
+    else:
+        qa = np.asanyarray(q)
+    virtual = np.asanyarray(props["get_virtual_index"](m, qa))
+    whole_index = props["fix_gamma"] is None or (
+        method == "linear" and np.issubdtype(virtual.dtype, np.integer)
+    )
+    if whole_index:
+        return _fetch(s, np.where(virtual < 0, virtual + m, virtual))[()]
+    previous_at, next_at = _np_quantile._get_indexes(np.empty(0, s.dtype), virtual, m)
+    previous = _fetch(s, np.where(previous_at < 0, previous_at + m, previous_at))
+    following = _fetch(s, np.where(next_at < 0, next_at + m, next_at))
+    gamma = _np_quantile._get_gamma(virtual, previous_at, props)
+    gamma = float(gamma) if weak_q else gamma.reshape(virtual.shape)
+    return _np_quantile._lerp(previous, following, gamma)[()]
 
 
 @spmd_warnings
@@ -105,6 +176,19 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
             results[r] = _local_statistic(func, view, axes, keepdims, res_dtype, kw)
         dist = Distribution([*qmaps, *drop(a.distribution.maps, axes, keepdims).maps])
         return store(new_array(dist, results, backend, copy_scalars=True), out, "unsafe")
+    if (
+        wb is None
+        and len(axes) == a.ndim
+        and a.size
+        and a.dtype.kind in "biuf"
+        and backend.nranks > 1
+    ):
+        value = _from_sorted(func, a, kw)
+        if value is not None:
+            value = np.asarray(value, res_dtype)
+            if keepdims:
+                value = value.reshape(value.shape + (1,) * a.ndim)
+            return store(from_replicated(value, backend), out, "unsafe")
     moved = move_axes(a.distribution, backend, axes, [a.locals, wb])
     for r, b in moved.blocks[0].items():
         if wb is not None:

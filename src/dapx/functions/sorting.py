@@ -6,23 +6,37 @@ is undistributed (the other axes carry the ranks), sorted, and moved back.
 A distributed 1-d array is sorted with a sample sort: ranks sort their own
 elements, agree on splitters from a few samples each, send each element to
 its bucket's rank in one exchange, merge there, and move the result back to
-the original layout in a second exchange. Only small metadata (samples and
-per-rank counts) is allgathered.
+the original layout in a second exchange. Only small metadata (8P weighted
+samples per rank and the P x P counts) is allgathered. Splitters order
+elements by (value, global index), so equal keys are split between ranks
+like any others: whatever the keys (all equal, 90% equal, descending, mostly
+NaN), no rank receives more than about 1.3 N/P + P elements in the bucket
+exchange; the second exchange delivers the input's own layout.
 
-Sorts are always stable (ties keep global index order).
+`argsort` and ``kind="stable"`` (or ``stable=True``) sorts of floats are
+stable (ties in global index order). The default values-only sort ties by
+(rank, local position) instead and moves no index array: equal values are
+interchangeable there, except -0.0 and 0.0, whose relative order NumPy's
+default sort leaves unspecified as well.
+
+Partitions are full sorts (one valid partition); `lexsort` is successive
+stable argsorts. `searchsorted` of a distributed `v` sorts `a` and `v`
+together instead of gathering either.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.array import DistributedArray, new_array
 from ..core.dispatch import implements
-from ..exchange.execute import run_plan
+from ..exchange.execute import execute, run_plan
 from ..exchange.plans import exchange_plan
 from ..layout.distribution import Distribution
-from ..layout.maps import BlockMap, UnstructuredMap
+from ..layout.maps import BlockMap
 from .shaping import _is_trivial, clean_distribution, from_replicated, owned_block, ravel
 
 __all__ = [
@@ -58,72 +72,178 @@ def _check(kind, order, stable) -> None:
         )
 
 
-def _buckets(values, keys, split_values, split_keys) -> np.ndarray:
-    """For sorted (value, key) pairs: how many splitters sort at or before each."""
-    n = split_values.size
-    all_values = np.concatenate([split_values, values])
-    all_keys = np.concatenate([split_keys, keys])
-    tag = np.concatenate([np.zeros(n, np.int8), np.ones(values.size, np.int8)])
-    order = np.argsort(tag, kind="stable")  # a splitter equal to an element sorts first
-    order = order[_order(all_values[order], all_keys[order])]
-    is_splitter = order < n
-    before = np.cumsum(is_splitter)
-    counts = np.empty(values.size, np.intp)
-    counts[order[~is_splitter] - n] = before[~is_splitter]
-    return counts
+#: Samples each rank contributes per destination rank. Each sample stands for the
+#: elements up to it on its rank, so a bucket exceeds N/P by at most about
+#: N/(P * _OVERSAMPLE) + N/S + P elements: below 1.3 N/P + P (see `_splitters`).
+_OVERSAMPLE = 8
 
 
-def _sample_sort(x: DistributedArray, want_indices: bool) -> DistributedArray:
-    """Sort a 1-d array whose only axis is distributed (see the module docstring)."""
+def _regular_positions(size: int, count: int) -> np.ndarray:
+    """`count` evenly spaced positions of a sorted block of `size`, the last one last."""
+    positions = (np.arange(1, count + 1) * size) // count - 1
+    return np.unique(positions[positions >= 0])
+
+
+def _splitters(samples: list, sizes: np.ndarray, nranks: int):
+    """The P - 1 splitters (value, key) from every rank's weighted regular samples.
+
+    ``samples[r] = (values, keys, positions)``: rank `r`'s samples of its sorted
+    block and their positions there. A sample at position p stands for the
+    ``p - p_previous`` elements up to it, so the running sum of the weights in
+    sorted sample order never overstates how many elements sort at or before a
+    sample, and understates it by less than one sample spacing per rank
+    (``n_r / S + 1``). Splitter j is the first sample whose running weight reaches
+    ``j * N / P``; each bucket thus holds fewer than
+    ``N / P + max_r n_r / S + N / S + P + 1`` elements (S samples per rank).
+    Keys make every element distinct, so equal values are split too.
+    """
+    values = np.concatenate([s[0] for s in samples])
+    keys = np.concatenate([s[1] for s in samples]).astype(np.intp, copy=False)
+    weights = np.concatenate(
+        [np.diff(s[2], prepend=-1) for s in samples if s[2].size] or [np.zeros(0, np.intp)]
+    )
+    o = _order(values, keys)
+    running = np.cumsum(weights[o])
+    total = int(sizes.sum())
+    targets = (np.arange(1, nranks) * total + nranks - 1) // nranks  # ceil(j N / P)
+    pick = np.minimum(np.searchsorted(running, targets, side="left"), o.size - 1)
+    return values[o][pick], keys[o][pick]
+
+
+def _cuts(values: np.ndarray, keys, offset: int, split_values, split_keys) -> np.ndarray:
+    """Bucket boundaries in a block sorted by (value, key): elements <= each splitter.
+
+    `keys` is the block's keys, or None when they are implicit: ``offset + position``
+    (the values-only sort, whose equal elements are interchangeable).
+    """
+    lo = np.searchsorted(values, split_values, side="left")
+    hi = np.searchsorted(values, split_values, side="right")
+    if keys is None:
+        within = np.clip(split_keys - offset + 1, lo, hi)
+    else:
+        within = np.array(
+            [
+                a + np.searchsorted(keys[a:b], k, side="right")
+                for a, b, k in zip(lo.tolist(), hi.tolist(), split_keys.tolist())
+            ],
+            np.intp,
+        ).reshape(-1)
+    within = np.maximum.accumulate(within) if within.size else within
+    return np.concatenate(([0], within, [values.size])).astype(np.intp)
+
+
+def _merge_keyed(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The order of (value, key) pairs made of runs each sorted by (value, key).
+
+    One stable argsort by value suffices when the runs come in key order (block
+    layouts); a tie out of key order falls back to sorting by both.
+    """
+    o = np.argsort(values, kind="stable")
+    v, k = values[o], keys[o]
+    tied = v[1:] == v[:-1]
+    if v.dtype.kind in "fc":
+        tied |= np.isnan(v[1:]) & np.isnan(v[:-1])
+    if np.any(tied & (k[1:] < k[:-1])):
+        return _order(values, keys)
+    return o
+
+
+def _exchange_runs(blocks, cuts, table, dtype, backend) -> dict:
+    """Send run b of each local sorted block to rank b: received runs back to back."""
+    P = backend.nranks
+    sends = {}
+    for r, c in cuts.items():
+        items = [((slice(a, b),), a, b - a, (b - a,)) for a, b in itertools.pairwise(c.tolist())]
+        sends[r] = (np.diff(c), items)
+    recvcounts, recvs, received = {}, {}, {}
+    for d in backend.local_ranks:
+        column = table[:, d]
+        starts = np.concatenate(([0], np.cumsum(column))).tolist()
+        recvcounts[d] = column
+        recvs[d] = [
+            (
+                s,
+                (slice(starts[s], starts[s + 1]),),
+                0,
+                starts[s + 1] - starts[s],
+                (starts[s + 1] - starts[s],),
+            )
+            for s in range(P)
+        ]
+        received[d] = np.empty(starts[-1], dtype)
+    execute(blocks, sends, recvcounts, recvs, received, dtype, backend, adopt=True)
+    return received
+
+
+def _sample_sort(x: DistributedArray, want_indices: bool, stable: bool) -> DistributedArray:
+    """Sort a 1-d array whose only axis is distributed (see the module docstring).
+
+    Ranks sort their own elements, allgather a few weighted regular samples
+    each, pick P - 1 splitters that cut the (value, global index) order into
+    near-equal buckets, send each sorted run to its bucket's rank in one
+    exchange (at most about 1.3 N/P + P elements arrive at any rank, whatever
+    the keys: ties are split by index, so all-equal keys spread evenly), merge
+    there, and move the sorted buckets to the input's layout in a second
+    exchange. The values-only sort of indistinguishable equals (not `stable`,
+    or integers) keys ties by (rank, local position) implicitly and moves no
+    index array.
+    """
     backend, P, n = x.backend, x.backend.nranks, x.size
     dist = x.distribution
     ranks = backend.local_ranks
-    mine = {}
+    keyed = want_indices or (stable and x.dtype.kind in "fcOV")
+    per_rank = _OVERSAMPLE * P
+    values, keys, samples = {}, {}, {}
     for r in ranks:
-        values = owned_block(x, r)
-        keys = dist.owned_indices(r)[0]
-        o = _order(values, keys)
-        mine[r] = (values[o], keys[o])
-    samples = backend.allgather(
-        {
-            r: (v[(np.arange(1, P) * v.size) // P], k[(np.arange(1, P) * v.size) // P])
-            if v.size
-            else (v[:0], k[:0])
-            for r, (v, k) in mine.items()
-        }
-    )
-    sample_values = np.concatenate([s[0] for s in samples])
-    sample_keys = np.concatenate([s[1] for s in samples])
-    o = _order(sample_values, sample_keys)
-    pick = (np.arange(1, P) * o.size) // P if o.size else np.zeros(0, np.intp)
-    split_values, split_keys = sample_values[o][pick], sample_keys[o][pick]
-    counts = {}
-    for r, (v, k) in mine.items():
-        counts[r] = np.bincount(_buckets(v, k, split_values, split_keys), minlength=P)
-    table = np.array(backend.allgather(counts), dtype=np.intp).reshape(P, P)  # [source, bucket]
-    starts = np.concatenate(([0], np.cumsum(table.sum(axis=0))))
-    offsets = starts[:-1][None, :] + np.cumsum(table, axis=0) - table  # where each run lands
-    positions = [
-        np.concatenate(
-            [np.arange(offsets[s, b], offsets[s, b] + table[s, b]) for b in range(P)]
-        ).astype(np.intp)
-        for s in range(P)
-    ]
-    source = Distribution([UnstructuredMap(n, positions, True)])
-    buckets = Distribution([BlockMap(n, starts)])
-    plan = exchange_plan(source, buckets, ranks)
-    values = run_plan(plan, {r: v for r, (v, _) in mine.items()}, x.dtype, backend)
-    keys = run_plan(plan, {r: k for r, (_, k) in mine.items()}, np.intp, backend)
+        block = owned_block(x, r)
+        if keyed:
+            k = dist.owned_indices(r)[0].astype(np.intp, copy=False)
+            if k.size > 1 and not np.all(k[1:] > k[:-1]):
+                o = _order(block, k)
+            else:
+                o = np.argsort(block, kind="stable")
+            values[r], keys[r] = block[o], k[o]
+        else:
+            values[r] = np.sort(block)
+        at = _regular_positions(values[r].size, per_rank)
+        samples[r] = (values[r][at], keys[r][at] if keyed else at, at)
+    gathered = backend.allgather({r: (values[r].size, samples[r]) for r in ranks})
+    sizes = np.array([g[0] for g in gathered], np.intp)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    if not keyed:  # implicit keys: offset of the rank (in rank order) + local position
+        gathered = [
+            (size, (v, k + offsets[r], at)) for r, (size, (v, k, at)) in enumerate(gathered)
+        ]
+    split_values, split_keys = _splitters([g[1] for g in gathered], sizes, P)
+    cuts = {
+        r: _cuts(values[r], keys.get(r), int(offsets[r]), split_values, split_keys) for r in ranks
+    }
+    table = np.array(
+        backend.allgather({r: np.diff(c) for r, c in cuts.items()}), dtype=np.intp
+    ).reshape(P, P)  # [source, bucket]
+    got = _exchange_runs(values, cuts, table, x.dtype, backend)
+    del values
     merged = {}
-    for r in ranks:
-        o = _order(values[r], keys[r])
-        merged[r] = keys[r][o] if want_indices else values[r][o]
+    if keyed:
+        got_keys = _exchange_runs(keys, cuts, table, np.intp, backend)
+        del keys
+        for r in ranks:
+            o = _merge_keyed(got[r], got_keys[r])
+            merged[r] = got_keys[r][o] if want_indices else got[r][o]
+    else:
+        for r in ranks:
+            got[r].sort()  # P sorted runs; NumPy's sort is fast on them
+            merged[r] = got[r]
     dtype = np.dtype(np.intp) if want_indices else x.dtype
+    starts = np.concatenate(([0], np.cumsum(table.sum(axis=0))))
+    buckets = Distribution([BlockMap(n, starts)])
+    if buckets == dist:
+        return new_array(dist, merged, backend, dtype)
     back = exchange_plan(buckets, dist, ranks)
     return new_array(dist, run_plan(back, merged, dtype, backend), backend, dtype)
 
 
-def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
+def _sort(a: DistributedArray, axis, want_indices: bool, stable: bool = True) -> DistributedArray:
     if axis is None:
         a, axis = ravel(a), 0
     if a.ndim == 0:
@@ -144,7 +264,7 @@ def _sort(a: DistributedArray, axis, want_indices: bool) -> DistributedArray:
         blocks = {r: local(b) for r, b in x.locals.items()}
         return new_array(x.distribution, blocks, x.backend, dtype)
     if x.ndim == 1:
-        return _sample_sort(x, want_indices)
+        return _sample_sort(x, want_indices, stable)
     specs = ["n" if k == axis else "b" for k in range(x.ndim)]
     y = x.redistribute(Distribution.create(x.shape, specs, nranks=x.backend.nranks))
     blocks = {r: local(b) for r, b in y.locals.items()}
@@ -179,7 +299,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     array([1, 2, 3, 4, 5])
     """
     _check(kind, order, stable)
-    return _sort(a, axis, False)
+    return _sort(a, axis, False, bool(stable) or kind in ("stable", "mergesort"))
 
 
 @implements(np.searchsorted)
@@ -191,10 +311,12 @@ def searchsorted(a, v, side="left", sorter=None):
     DistributedArray) the result is a NumPy array of ``v``'s shape, the same
     on every process.
 
-    A distributed `v` gives a result laid out like `v`: every rank searches
-    its own elements in the whole of `a` (gathered, with a
-    `dapx.GatherWarning` above the gather threshold). `sorter` reorders `a`
-    first (one exchange).
+    A distributed `v` gives a result laid out like `v`, without gathering
+    either array: `a` and `v` are sorted together (the distributed stable
+    sort, `v` placed before `a` for ``side="left"`` and after it for
+    ``"right"`` so that ties fall on the right side), a running count of
+    `a`'s elements gives each element of `v` its answer, which goes back to
+    `v`'s position (one exchange). `sorter` reorders `a` first (one exchange).
 
     Examples
     --------
@@ -210,13 +332,11 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         a = a[sorter]  # the sorted array, one exchange (fancy indexing)
     if isinstance(v, DistributedArray) and v.ndim:
-        # Every rank searches its own elements of v in the whole of `a` (gathered, with a
-        # GatherWarning when large): the result is laid out like v.
-        from .manipulation import _blockwise
-        from .scans import whole
+        if not isinstance(a, DistributedArray):  # `a` is whole on every process already
+            from .manipulation import _blockwise
 
-        haystack = whole(a, "np.searchsorted's sorted array")
-        return _blockwise(lambda x: np.searchsorted(haystack, x, side=side), [v])
+            return _blockwise(lambda x: np.searchsorted(a, x, side=side), [v])
+        return _searchsorted_distributed(a, v, side)
     if not isinstance(a, DistributedArray):
         return np.searchsorted(a, v, side=side)
     if isinstance(v, DistributedArray):
@@ -227,6 +347,31 @@ def searchsorted(a, v, side="left", sorter=None):
         values = values[np.argsort(a.distribution.owned_indices(r)[0], kind="stable")]
         partials[r] = np.searchsorted(values, v, side=side)
     return a.backend.combine(partials, np.add)
+
+
+def _searchsorted_distributed(a: DistributedArray, v: DistributedArray, side: str):
+    """`np.searchsorted` of a distributed `v` in a distributed sorted `a` (see above)."""
+    from .joining import concatenate
+    from .scans import cumsum
+    from .shaping import reshape
+
+    flat = ravel(v)
+    n, m = a.shape[0], flat.shape[0]
+    dtype = np.result_type(a.dtype, v.dtype)
+    av, vv = a.astype(dtype, copy=False), flat.astype(dtype, copy=False)
+    # A stable sort keeps concatenation order among equal keys: v first puts each element
+    # of v before the equal elements of a (left), v last after them (right).
+    both = concatenate([vv, av] if side == "left" else [av, vv])
+    order = argsort(both)
+    is_a = order >= m if side == "left" else order < n
+    before = cumsum(is_a, dtype=np.intp)  # elements of a up to each sorted position
+    is_v = ~is_a
+    at = order[is_v] if side == "left" else order[is_v] - n
+    result = np.empty_like(flat, dtype=np.intp)
+    result[at] = before[is_v]
+    result = reshape(result, v.shape) if v.ndim != 1 else result
+    target = clean_distribution(v.distribution)
+    return result if result.distribution == target else result.redistribute(target)
 
 
 # -- partitions, lexsort, complex sort: through the stable distributed sort ---------------------
