@@ -202,6 +202,7 @@ NEW_FUNCTION_TESTS = [
         "summa",
         "function_dtypes_errors",
         "sorting_at_scale",
+        "statistics_chunked",
     )
 ]
 

@@ -11,6 +11,10 @@ import sys
 import numpy as np
 
 import dapx
+from dapx.functions import chunked_moments
+
+# Small chunks: the chunked variances make many chunks (and fused dots) of these small blocks.
+chunked_moments.CHUNK, chunked_moments.ROW = 64, 16
 
 
 def main(out: str, nranks: int) -> None:
@@ -25,6 +29,11 @@ def main(out: str, nranks: int) -> None:
         results[f"{name}_sum"] = np.asarray(float(np.sum(a)))
         results[f"{name}_std"] = np.asarray(float(np.std(a)))
         results[f"{name}_mean0"] = np.mean(a, axis=0).gather()
+        results[f"{name}_var1"] = np.var(a, axis=1, ddof=1).gather()
+        results[f"{name}_std_where"] = np.asarray(float(np.std(a, where=x > -1)))
+        nans = dapx.asarray(np.where(x > 1.5, np.nan, x), dist=dist, backend=backend)
+        results[f"{name}_nanstd"] = np.asarray(float(np.nanstd(nans)))
+        results[f"{name}_nanvar0"] = np.nanvar(nans, axis=0).gather()
     if dapx.backends.mpi_world_size() <= 1 or backend.comm.rank == 0:
         np.savez(out, **results)
     backend.barrier()

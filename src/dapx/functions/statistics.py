@@ -5,6 +5,14 @@ variance in two passes, the mean first, then the mean of ``abs(x - mean)**2``)
 on top of the reduction engine of `dapx.functions.reduction_engine`, so partial sums are
 combined in rank order and results are reproducible for a given grid.
 
+The second pass of a variance (and every pass with ``where=`` or of the
+NaN-ignoring statistics) runs over each rank's block in cache-sized chunks
+(`dapx.functions.chunked_moments`), so no full-size temporary is made. An
+unmasked first pass of `var` and `mean` is NumPy's own ``add.reduce`` over the
+whole block, which casts a promoted ``dtype=`` in its own small buffers. Each
+rank's chunks are summed in a fixed order and the ranks' partials in rank
+order, so a result depends only on the data and the grid.
+
 Medians, quantiles and percentiles are in `dapx.functions.quantiles`.
 """
 
@@ -20,7 +28,7 @@ from ..core.dispatch import implements
 from ..core.redistribution import align, redistribute
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
-from .nanreductions import replace_nan
+from .chunked_moments import masked_sums, sum_squares
 from .reduction_engine import (
     Axis,
     Blocks,
@@ -50,18 +58,15 @@ __all__ = [
     "var",
 ]
 
-_COMPLEX_TO_FLOAT = {
-    np.dtype(np.complex64): np.dtype(np.float32),
-    np.dtype(np.complex128): np.dtype(np.float64),
-    np.dtype(np.clongdouble): np.dtype(np.longdouble),
-}
-
 
 def _sums(a: DistributedArray, axes, keepdims, dtype, data: Blocks, where, valid):
-    """Sums of `data` (masked by `where`) and, when `valid` is given, counts of it.
+    """Sums of `data` (masked by `where`) and, when `valid` (`where` itself) is given, counts.
 
     Returns the result distribution, the sums and the counts (or None), per rank.
     """
+    if where is not None:  # chunked: NumPy's masked add.reduce adds one element at a time
+        dist, sums, counts = masked_sums(a, axes, keepdims, dtype, where, nan=False, data=data)
+        return dist, sums, None if valid is None else counts
     lay = layout(a.distribution, axes, a.backend)
     ax = None if lay.full else axes
     counted = valid is not None
@@ -145,20 +150,6 @@ def _aligned(x, a: DistributedArray) -> Blocks:
     return local_operands([x], a.distribution, a.backend)[0]
 
 
-def _squares(x: np.ndarray, where=True) -> np.ndarray:
-    """``abs(x)**2`` in place where `where` holds, as NumPy's `var` and `nanvar` compute it."""
-    if x.dtype.kind in "iuf":
-        return np.square(x, out=x, where=where)
-    if where is not True:
-        return np.multiply(x, x.conj(), out=x, where=where).real
-    real = _COMPLEX_TO_FLOAT.get(x.dtype)
-    if real is not None:
-        xv = x.view(dtype=(real, (2,)))
-        np.square(xv, out=xv)
-        return np.add(xv[..., 0], xv[..., 1], out=x.real)
-    return np.multiply(x, np.conjugate(x), out=x).real
-
-
 def _mean_blocks(a, lay, dist, means: Blocks) -> Blocks:
     """Means with keepdims (or 0-d for full reductions) broadcast against `a`'s blocks."""
     if lay.full:
@@ -206,8 +197,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
             r: np.true_divide(s, counts[r], out=s, casting="unsafe") for r, s in sums.items()
         }
         means = _mean_blocks(a, lay, kdist, divided)
-    squares = {r: _squares(np.subtract(b, means[r])) for r, b in a.locals.items()}
-    dist, ret, _ = _sums(a, axes, keepdims, dtype, squares, wb, None)
+    dist, ret = sum_squares(a, axes, keepdims, dtype, means, wb)
     blocks = {}
     for r, s in ret.items():
         c = counts[r] if np.ndim(counts[r]) == 0 else counts[r].reshape(s.shape)
@@ -276,10 +266,6 @@ def _inexact_check(dtype, out):
         raise TypeError("If a is inexact, then out must be inexact")
 
 
-def _valid(masks: Blocks, wb: Blocks | None) -> Blocks:
-    return {r: (~m if wb is None else ~m & wb[r]) for r, m in masks.items()}
-
-
 @implements(np.nanmean)
 @spmd_warnings
 def nanmean(
@@ -301,8 +287,7 @@ def nanmean(
     """
     out = single_out(out)
     a = as_distributed(a, out)
-    arr, masks = replace_nan(a, 0)
-    if masks is None:
+    if a.dtype.kind not in "fc":  # no NaNs possible
         return mean(a, axis, dtype, out, keepdims, where=where)
     _inexact_check(dtype, out)
     keepdims = flag(keepdims)
@@ -312,7 +297,7 @@ def nanmean(
         )
     axes = reduced_axes(axis, a.ndim)
     wb = where_blocks(where, a)
-    dist, tot, cnt = _sums(a, axes, keepdims, dtype, arr.locals, wb, _valid(masks, wb))
+    dist, tot, cnt = masked_sums(a, axes, keepdims, dtype, wb)
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = {r: np.true_divide(t, cnt[r], out=t, casting="unsafe") for r, t in tot.items()}
     if any_true({r: c == 0 for r, c in cnt.items()}, a.backend):
@@ -324,8 +309,7 @@ def nanmean(
 def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root):
     out = single_out(out)
     a = as_distributed(a, out)
-    arr, masks = replace_nan(a, 0)
-    if masks is None:
+    if a.dtype.kind not in "fc":  # no NaNs possible
         return _var(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
     _inexact_check(dtype, out)
     ddof = _ddof(ddof, correction)
@@ -347,7 +331,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
     wb = where_blocks(where, a)
     backend = a.backend
     lay = layout(a.distribution, axes, backend)
-    kdist, tot, cnt = _sums(a, axes, not lay.full, dtype, arr.locals, wb, _valid(masks, wb))
+    kdist, tot, cnt = masked_sums(a, axes, not lay.full, dtype, wb)
     if given(mean_):
         avg = _aligned(mean_, a)
     else:
@@ -356,13 +340,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean_, correction, root)
                 r: np.true_divide(t, cnt[r], out=t, casting="unsafe") for r, t in tot.items()
             }
         avg = _mean_blocks(a, lay, kdist, divided)
-    squares = {}
-    for r, x in arr.locals.items():
-        w = True if wb is None else wb[r]
-        np.subtract(x, avg[r], out=x, casting="unsafe", where=w)
-        np.copyto(x, 0, where=masks[r])
-        squares[r] = _squares(x, where=w)
-    dist, var_, _ = _sums(a, axes, keepdims, dtype, squares, wb, None)
+    dist, var_ = sum_squares(a, axes, keepdims, dtype, avg, wb, nan=True)
     blocks, bad = {}, {}
     for r, v in var_.items():
         dof = cnt[r] - ddof if np.ndim(cnt[r]) == 0 else (cnt[r] - ddof).reshape(v.shape)
