@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exchange.execute import run_plan
+from ..exchange.execute import move
 from ..exchange.plans import (
-    exchange_plan,
     expand_dims_distribution,
     outer_index,
     owned_positions,
@@ -36,8 +35,7 @@ def align(x, target: Distribution) -> dict[int, np.ndarray]:
         blocks = {r: b.reshape((1,) * (src.ndim - x.ndim) + b.shape) for r, b in blocks.items()}
     if x.ndim == 0:
         return dict(blocks)
-    plan = exchange_plan(src, target, x.backend.local_ranks)
-    return run_plan(plan, blocks, x.dtype, x.backend)
+    return move(src, target, blocks, x.dtype, x.backend)
 
 
 def redistribute(x, dist=None, grid=None, **options):
@@ -74,8 +72,7 @@ def redistribute(x, dist=None, grid=None, **options):
     if x.ndim == 0:
         blocks = {r: b.copy() for r, b in x._locals.items()}
     else:
-        plan = exchange_plan(x.distribution, target, x.backend.local_ranks)
-        blocks = run_plan(plan, x._locals, x._dtype, x._backend)
+        blocks = move(x.distribution, target, x._locals, x._dtype, x._backend)
     return new_array(target, blocks, x._backend, x._dtype)
 
 

@@ -19,14 +19,24 @@ input).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .plans import ExchangePlan
+from ..layout.distribution import Distribution
+from .plans import (
+    ExchangePlan,
+    FlatSide,
+    exchange_plan,
+    flat_recvs,
+    flat_sends,
+    many_pieces,
+    received_shape,
+)
 
-__all__ = ["Blocks", "RecvItem", "SendItem", "execute", "run_plan"]
+__all__ = ["Blocks", "RecvItem", "SendItem", "execute", "move", "run_flat", "run_plan"]
 
 #: The local blocks of an array: rank -> NumPy array.
 Blocks = dict[int, np.ndarray]
@@ -218,3 +228,70 @@ def run_plan(
             out[r] = np.empty(shape, dtype) if covered else np.zeros(shape, dtype)
     execute(blocks, sends, recvcounts, recvs, out, dtype, backend, adopt=given is None)
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _all_flat(src: Distribution, dst: Distribution):
+    """Every rank's `FlatSide` s (sends, receives) and received shapes: built once per pair."""
+    ranks = range(src.nranks)
+    sends = {r: flat_sends(src, dst, r) for r in ranks}
+    recvs = {r: flat_recvs(src, dst, r) for r in ranks}
+    shapes = {r: received_shape(src, dst, r) for r in ranks}
+    return sends, recvs, shapes
+
+
+def run_flat(
+    sends: Mapping[int, FlatSide],
+    recvs: Mapping[int, FlatSide],
+    shapes: Mapping[int, tuple[int, ...]],
+    blocks: Mapping[int, np.ndarray],
+    dtype,
+) -> Blocks:
+    """Execute flat plans of *every* rank in this process: gathers instead of messages.
+
+    Each source packs with one gather (its `FlatSide` index); the packed
+    buffers lie back to back, and each destination takes its segments from
+    every source (a ragged range, built with NumPy from the P x P count
+    matrix) and scatters them with one assignment: O(P) NumPy work per rank
+    plus the data, whatever the number of pieces.
+    """
+    dtype = np.dtype(dtype)
+    order = sorted(sends)
+    packed = np.concatenate(
+        [np.asarray(blocks[s]).reshape(-1)[sends[s].index] for s in order] or [np.zeros(0, dtype)],
+        dtype=dtype,
+        casting="same_kind",
+    )
+    matrix = np.stack([sends[s].counts for s in order])  # [source, destination]
+    starts = (np.cumsum(matrix.reshape(-1)) - matrix.reshape(-1)).reshape(matrix.shape)
+    out = {}
+    for d, side in recvs.items():
+        lens = matrix[:, d]
+        if not np.array_equal(lens, side.counts):
+            raise AssertionError(f"rank {d} expects {side.counts}, the sources send {lens}")
+        total = int(lens.sum())
+        ends = np.cumsum(lens)
+        take = np.repeat(starts[:, d] - (ends - lens), lens) + np.arange(total, dtype=np.intp)
+        shape = shapes[d]
+        block = np.empty(shape, dtype) if total == math.prod(shape) else np.zeros(shape, dtype)
+        block.reshape(-1)[side.index] = packed[take]
+        out[d] = block
+    return out
+
+
+def move(
+    src: Distribution, dst: Distribution, blocks: Mapping[int, np.ndarray], dtype, backend
+) -> Blocks:
+    """The local blocks of `dst`'s layout, from `blocks` laid out by `src`: one exchange.
+
+    When this process holds every rank (the simulated backend) and the
+    pieces are many and small (block -> cyclic: a piece per rank pair),
+    every rank's flat plan is built once and run with gathers, without a
+    Python object per piece; otherwise the piece plan runs through the
+    backend's all-to-all. Both move the same elements to the same places.
+    """
+    local = tuple(backend.local_ranks)
+    if len(local) == backend.nranks == src.nranks and many_pieces(src, dst):
+        sends, recvs, shapes = _all_flat(src, dst)
+        return run_flat(sends, recvs, shapes, blocks, dtype)
+    return run_plan(exchange_plan(src, dst, local), blocks, dtype, backend)

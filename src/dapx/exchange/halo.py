@@ -296,6 +296,8 @@ def _rank_pieces(dist: Distribution, kinds: tuple[str, ...], rank: int):
     """
     coords = dist.coords(rank)
     per_dim = [_dim_segments(m, c, kind) for m, c, kind in zip(dist.maps, coords, kinds)]
+    # Row-major strides of the grid: ranks of neighbours by arithmetic, not validated calls.
+    strides = np.cumprod((1, *dist.grid.shape[:0:-1]))[::-1].tolist() if dist.ndim else []
     pieces, fills = [], []
     for combo in product(*per_dim):
         if any(s.kind == "constant" for s in combo):
@@ -309,19 +311,38 @@ def _rank_pieces(dist: Distribution, kinds: tuple[str, ...], rank: int):
             shape = tuple(r.count for r in runs)
             if not math.prod(shape):
                 continue
-            src_rank = dist.grid.rank(tuple(r.owner for r in runs)) if runs else 0
+            src_rank = sum(r.owner * k for r, k in zip(runs, strides))
             pieces.append(
                 _Piece(src_rank, _key([r.src for r in runs]), tuple(r.dst for r in runs), shape)
             )
     return tuple(pieces), tuple(fills)
 
 
-def _owners_per_coord(m: Map, kind: str) -> list[set[int]]:
-    """For each grid coordinate of `m`, the coordinates its buffer copies from."""
-    return [
-        {r.owner for s in _dim_segments(m, c, kind) for r in s.runs if not r.identity} | {c}
-        for c in range(m.nprocs)
-    ]
+def _owners(m: Map, c: int, kind: str) -> set[int]:
+    """The grid coordinates the buffer of coordinate `c` of `m` copies from (`c` included)."""
+    return {r.owner for s in _dim_segments(m, c, kind) for r in s.runs if not r.identity} | {c}
+
+
+@functools.lru_cache(maxsize=4096)
+def _copiers(m: Map, c: int, kind: str) -> tuple[int, ...]:
+    """The grid coordinates of `m` whose buffers copy from coordinate `c` (`c` included), sorted.
+
+    A block map's ghost cells between ranks are no wider than the neighbour's
+    block, so they copy from the next coordinates only; the ghost cells at a
+    domain edge (boundary conditions) belong to the two edge coordinates. So
+    only ``c - 1``, ``c + 1`` (wrapped when periodic) and the edges need
+    checking: O(1) in the number of ranks. Other maps (shared unstructured
+    indices) may copy from anywhere, and are scanned.
+    """
+    P = m.nprocs
+    if isinstance(m, BlockMap):
+        near = {c - 1, c, c + 1, 0, P - 1}
+        if m.periodic:
+            near = {d % P for d in near}
+        candidates = sorted(d for d in near if 0 <= d < P)
+    else:
+        candidates = range(P)
+    return tuple(d for d in candidates if c in _owners(m, d, kind))
 
 
 class HaloPlan:
@@ -387,12 +408,12 @@ def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int
             offsets[p.src_rank] = offset + n
             counts[p.src_rank] += n
         recvs[d], recvcounts[d] = tuple(items), counts
-    # Senders: the ranks that may copy from each local rank, found dimension by dimension.
-    owners = [_owners_per_coord(m, kind) for m, kind in zip(dist.maps, kinds)]
+    # Senders: the ranks that may copy from each local rank, found dimension by dimension
+    # among the grid neighbours (never a scan of every rank).
     sends = {}
     for s in local_ranks:
         cs = dist.coords(s)
-        candidates = [[c for c, o in enumerate(owners[k]) if cs[k] in o] for k in range(dist.ndim)]
+        candidates = [_copiers(m, c, kind) for m, c, kind in zip(dist.maps, cs, kinds)]
         counts = np.zeros(nranks, np.intp)
         items, offset = [], 0
         for dc in product(*candidates):
@@ -411,10 +432,39 @@ def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int
             packed.append((key, offset, n, shape))
             offset += n
         sends[s] = (counts, tuple(packed))
-    exchange = len(local) < nranks and any(len(o) > 1 for per in owners for o in per)
+    # Whether any rank copies from another coordinate. Every rank of a process computes the
+    # same answer; with every rank local nothing crosses processes and no exchange runs.
+    exchange = len(local) < nranks and _copies_across(dist, kinds)
     periods = tuple(bool(getattr(m, "periodic", False)) for m in dist.maps)
     topology = Cartesian(tuple(dist.grid.shape), periods)
     return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange, topology)
+
+
+@functools.lru_cache(maxsize=256)
+def _copies_across(dist: Distribution, kinds: tuple[str, ...]) -> bool:
+    """Whether some buffer of `dist` copies from another grid coordinate along some dimension.
+
+    Every process must agree on whether the all-to-all runs, so this looks at
+    every coordinate; block maps answer from their padding alone (O(1) NumPy
+    work), other maps by their segments.
+    """
+    for m, kind in zip(dist.maps, kinds):
+        if isinstance(m, BlockMap):
+            if m.nprocs == 1 and not m.is_padded:
+                continue
+            if m.nprocs > 1 and m.is_padded and m.padding.any():
+                # Communication ghosts copy a neighbour; edge ghosts may too (boundary
+                # conditions reaching past a small block) or stay local: check the edges.
+                comm = m.padding.copy()
+                if not m.periodic:
+                    comm[0, 0] = comm[-1, 1] = 0
+                if comm.any():
+                    return True
+            if any(_owners(m, c, kind) - {c} for c in {0, m.nprocs - 1}):
+                return True
+        elif any(_owners(m, c, kind) - {c} for c in range(m.nprocs)):
+            return True
+    return False
 
 
 def run_halo_plan(

@@ -16,7 +16,9 @@ every target rank receives that one index, in a length-1 axis.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
+from itertools import product
 from typing import NamedTuple
 
 import numpy as np
@@ -27,11 +29,16 @@ from ..layout.maps import BlockMap, CyclicMap, Map, UnstructuredMap
 __all__ = [
     "DimSelection",
     "ExchangePlan",
+    "FlatSide",
     "as_index_array",
     "exchange_plan",
     "expand_dims_distribution",
+    "flat_recvs",
+    "flat_sends",
+    "many_pieces",
     "outer_index",
     "owned_positions",
+    "received_shape",
     "simplify_index",
 ]
 
@@ -153,6 +160,54 @@ def _intersect(p: _Progression, q: _Progression) -> DimSelection | None:
     return DimSelection(p.local(first, step, count), q.local(first, step, count), count)
 
 
+class _Progressions(NamedTuple):
+    """Every coordinate's `_Progression` of one map, as arrays (one entry per coordinate)."""
+
+    first: np.ndarray
+    stop: np.ndarray
+    step: int
+    local0: np.ndarray
+
+
+def _progressions(m: Map) -> _Progressions:
+    """`_progression` of every coordinate of `m` at once (block or cyclic with block size 1)."""
+    if isinstance(m, BlockMap):
+        # local0 is the low ghost width (`BlockMap.ghost_widths`), for every coordinate.
+        local0 = m.padding[:, 0].copy()
+        if not (m.ghost_edges or m.periodic):
+            local0[0] = 0
+        return _Progressions(m.bounds[:-1], m.bounds[1:], 1, local0)
+    coords = np.arange(m.nprocs, dtype=np.intp)
+    return _Progressions(coords, np.full(m.nprocs, m.size), m.nprocs, np.zeros_like(coords))
+
+
+def _intersect_all(p: _Progression, qs: _Progressions, p_first: bool) -> dict[int, DimSelection]:
+    """`_intersect` of `p` with every coordinate's progression in `qs`, as NumPy arithmetic.
+
+    Only the coordinates with common indices cost Python work (a slice each),
+    so a per-rank plan is O(nprocs) NumPy plus O(pieces) Python. `p_first`
+    says whether `p` is the source side (its positions go in ``src``).
+    """
+    step = max(p.step, qs.step)
+    lo = np.maximum(p.first, qs.first)
+    hi = np.minimum(p.stop, qs.stop)
+    base = p.first if p.step == step else qs.first  # the strided one fixes the residue
+    first = base + -(-(lo - base) // step) * step
+    hit = np.flatnonzero(first < hi)
+    first, hi = first[hit], hi[hit]
+    count = (hi - 1 - first) // step + 1
+    # Local positions on both sides, as `_Progression.local` computes them.
+    p_start = p.local0 + (first - p.first) // p.step
+    q_start = qs.local0[hit] + (first - qs.first[hit]) // qs.step
+    p_inc, q_inc = step // p.step, step // qs.step
+    out = {}
+    for b, n, ps, qs_ in zip(hit.tolist(), count.tolist(), p_start.tolist(), q_start.tolist()):
+        ps_ = slice(ps, ps + p_inc * (n - 1) + 1, p_inc)
+        qq = slice(qs_, qs_ + q_inc * (n - 1) + 1, q_inc)
+        out[b] = DimSelection(ps_, qq, n) if p_first else DimSelection(qq, ps_, n)
+    return out
+
+
 def _fast_pairs(src: Map, dst: Map) -> bool:
     """Whether every coordinate pair of `src` and `dst` intersects arithmetically."""
     if src.size != dst.size:
@@ -164,9 +219,7 @@ def _fast_pairs(src: Map, dst: Map) -> bool:
 def _dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
     """What grid coordinate `a` of `src` sends to each coordinate of `dst`."""
     if _fast_pairs(src, dst):
-        p = _progression(src, a)
-        pairs = ((b, _intersect(p, _progression(dst, b))) for b in range(dst.nprocs))
-        return {b: s for b, s in pairs if s is not None}
+        return _intersect_all(_progression(src, a), _progressions(dst), True)
     owned = src.owned_indices(a)
     if owned.size == 0:
         return {}
@@ -186,9 +239,7 @@ def _dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
 def _dim_recvs(src: Map, dst: Map, b: int) -> dict[int, DimSelection]:
     """What grid coordinate `b` of `dst` receives from each coordinate of `src`."""
     if _fast_pairs(src, dst):
-        q = _progression(dst, b)
-        pairs = ((a, _intersect(_progression(src, a), q)) for a in range(src.nprocs))
-        return {a: s for a, s in pairs if s is not None}
+        return _intersect_all(_progression(dst, b), _progressions(src), False)
     wanted, dst_local = _held(dst, b)
     if wanted.size == 0:
         return {}
@@ -247,19 +298,31 @@ def _key(sels: Sequence[DimSelection], side: str) -> tuple:
     return outer_index([getattr(s, side) for s in sels])
 
 
-def _combine(per_dim: Sequence[dict[int, DimSelection]], grid, coord_of_rank):
-    """For each rank of `grid` that every dimension pairs with, the N-D piece."""
+@functools.lru_cache(maxsize=1024)
+def _cached_dim_sends(src: Map, dst: Map, a: int) -> dict[int, DimSelection]:
+    """`_dim_sends`, shared by the ranks of one grid row (and by repeated plans)."""
+    return _dim_sends(src, dst, a)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_dim_recvs(src: Map, dst: Map, b: int) -> dict[int, DimSelection]:
+    """`_dim_recvs`, shared by the ranks of one grid row (and by repeated plans)."""
+    return _dim_recvs(src, dst, b)
+
+
+def _combine(per_dim: Sequence[dict[int, DimSelection]], grid) -> dict[int, Piece]:
+    """For each rank of `grid` that every dimension pairs with, the N-D piece.
+
+    The partners are the product of each dimension's partners (sorted, so
+    lexicographic coordinates, i.e. rank order): O(pieces), never a scan
+    of every rank of the grid.
+    """
+    strides = np.cumprod((1, *grid.shape[:0:-1]))[::-1].tolist() if grid.ndim else []
     out = {}
-    for other in range(grid.nranks):
-        coords = coord_of_rank(other)
-        sels = []
-        for k, c in enumerate(coords):
-            s = per_dim[k].get(c)
-            if s is None:
-                break
-            sels.append(s)
-        else:
-            out[other] = Piece(_key(sels, "src"), _key(sels, "dst"), tuple(s.count for s in sels))
+    for combo in product(*(sorted(d.items()) for d in per_dim)):
+        sels = [s for _, s in combo]
+        other = sum(c * k for (c, _), k in zip(combo, strides))
+        out[other] = Piece(_key(sels, "src"), _key(sels, "dst"), tuple(s.count for s in sels))
     return out
 
 
@@ -281,12 +344,12 @@ def exchange_plan(src: Distribution, dst: Distribution, local_ranks: tuple[int, 
     for r in local_ranks:
         if r < src.nranks:
             ca = src.coords(r)
-            per_dim = [_dim_sends(src.maps[k], dst.maps[k], c) for k, c in enumerate(ca)]
-            sends[r] = _combine(per_dim, dst.grid, dst.coords)
+            per_dim = [_cached_dim_sends(src.maps[k], dst.maps[k], c) for k, c in enumerate(ca)]
+            sends[r] = _combine(per_dim, dst.grid)
         if r < dst.nranks:
             cb = dst.coords(r)
-            per_dim = [_dim_recvs(src.maps[k], dst.maps[k], c) for k, c in enumerate(cb)]
-            recvs[r] = _combine(per_dim, src.grid, src.coords)
+            per_dim = [_cached_dim_recvs(src.maps[k], dst.maps[k], c) for k, c in enumerate(cb)]
+            recvs[r] = _combine(per_dim, src.grid)
             shapes[r] = tuple(
                 1 if (m == 1 and n != 1) else L
                 for m, n, L in zip(src.shape, dst.shape, dst.local_shape(r))
@@ -311,3 +374,131 @@ def owned_positions(dist: Distribution, rank: int):
         local.append(simplify_index(loc))
         glob.append(simplify_index(owned))
     return tuple(local), tuple(glob)
+
+
+# -- flat plans: one gather index per rank -------------------------------------------------------
+
+
+class FlatSide(NamedTuple):
+    """One rank's side of an exchange as arrays: no Python object per piece.
+
+    ``counts[other]`` is how many elements go to (or come from) rank
+    `other`; ``index`` lists, in packed order (partner rank order, each
+    piece in C order of ascending global indices, as `ExchangePlan` pieces
+    pack), the flat C-order positions in this rank's block. The same bytes
+    in the same order as the pieces of `exchange_plan`.
+    """
+
+    counts: np.ndarray
+    index: np.ndarray
+
+
+def _send_entries(src: Map, dst: Map, a: int):
+    """(local position in `a`'s buffer, partner coordinate, global index) of each element
+    coordinate `a` of `src` sends along one dimension, one entry per receiving holder."""
+    owned = src.owned_indices(a)
+    if owned.size == 0:
+        return owned, owned, owned
+    _, src_local = src.owner(owned)
+    if src.size == 1 and dst.size != 1:  # broadcast: every holding coordinate gets index 0
+        partners = np.array([b for b in range(dst.nprocs) if _held(dst, b)[0].size], dtype=np.intp)
+        return np.repeat(src_local, partners.size), partners, np.zeros_like(partners)
+    coords, _, which = _holders(dst, owned)
+    return src_local[which], coords, owned[which]
+
+
+def _recv_entries(src: Map, dst: Map, b: int):
+    """(local position in `b`'s buffer, partner coordinate, global index) of each element
+    coordinate `b` of `dst` receives along one dimension."""
+    wanted, dst_local = _held(dst, b)
+    if wanted.size == 0:
+        return wanted, wanted, wanted
+    if src.size == 1 and dst.size != 1:
+        a, _ = src.owner(np.zeros(1, np.intp))
+        return np.zeros(1, np.intp), a, np.zeros(1, np.intp)
+    coords, _ = src.owner(wanted)
+    return dst_local, coords, wanted
+
+
+def _flat_side(entries, block_shape: tuple[int, ...], grid) -> FlatSide:
+    """Pack order and counts of one rank, from its per-dimension entries.
+
+    An element of the N-D piece with partner coordinates ``c`` sits at
+    ``offset[c] + ravel(position within each dimension's group, group
+    lengths)``: every term is a per-dimension array, so the whole index is
+    built by broadcasting, in O(elements + pieces) NumPy work, without sorting
+    the N-D elements.
+    """
+    nranks = grid.nranks
+    counts = np.zeros(nranks, np.intp)
+    if not entries or any(e[0].size == 0 for e in entries):
+        return FlatSide(counts, np.zeros(0, np.intp))
+    ndim = len(entries)
+    locals_, gids, poss, lens, uniqs = [], [], [], [], []
+    for local, coords, g in entries:
+        order = np.lexsort((g, coords))  # group by partner, ascending global index within
+        coords = coords[order]
+        uniq, start, length = np.unique(coords, return_index=True, return_counts=True)
+        gid = np.repeat(np.arange(uniq.size, dtype=np.intp), length)
+        locals_.append(local[order])
+        gids.append(gid)
+        poss.append(np.arange(coords.size, dtype=np.intp) - start[gid])
+        lens.append(length)
+        uniqs.append(uniq)
+    sizes = functools.reduce(np.multiply.outer, lens) if ndim > 1 else lens[0]
+    ranks = grid.ranks_from_coords(np.meshgrid(*uniqs, indexing="ij"))
+    offsets = np.cumsum(sizes.reshape(-1)) - sizes.reshape(-1)
+    counts[ranks.reshape(-1)] = sizes.reshape(-1)
+    open_ = np.ix_(*[np.arange(g.size) for g in gids])  # broadcasting axes, one per dimension
+    gid_nd = [g[o] for g, o in zip(gids, open_)]
+    position = offsets.reshape(sizes.shape)[tuple(gid_nd)]
+    within = np.zeros((), np.intp)
+    for k in range(ndim):  # C order inside a piece: ravel with that piece's lengths
+        within = within * lens[k][gid_nd[k]] + poss[k][open_[k]]
+    position = position + within
+    strides = np.cumprod((1, *block_shape[:0:-1]))[::-1]
+    flat = sum(loc[o] * int(st) for loc, o, st in zip(locals_, open_, strides))
+    index = np.empty(int(sizes.sum()), np.intp)
+    index[np.broadcast_to(position, flat.shape).reshape(-1)] = flat.reshape(-1)
+    return FlatSide(counts, index)
+
+
+def flat_sends(src: Distribution, dst: Distribution, rank: int) -> FlatSide:
+    """What `rank` sends when `src`'s layout moves into `dst`'s (see `FlatSide`).
+
+    A pure function of the two distributions and the rank: O(elements +
+    nranks + pieces) NumPy work for that rank.
+    """
+    entries = [_send_entries(m, n, c) for m, n, c in zip(src.maps, dst.maps, src.coords(rank))]
+    return _flat_side(entries, src.local_shape(rank), dst.grid)
+
+
+def flat_recvs(src: Distribution, dst: Distribution, rank: int) -> FlatSide:
+    """What `rank` receives when `src`'s layout moves into `dst`'s (see `FlatSide`)."""
+    entries = [_recv_entries(m, n, c) for m, n, c in zip(src.maps, dst.maps, dst.coords(rank))]
+    return _flat_side(entries, received_shape(src, dst, rank), src.grid)
+
+
+def received_shape(src: Distribution, dst: Distribution, rank: int) -> tuple[int, ...]:
+    """The block `rank` assembles: `dst`'s local shape, length 1 along broadcast dimensions."""
+    return tuple(
+        1 if (m == 1 and n != 1) else L
+        for m, n, L in zip(src.shape, dst.shape, dst.local_shape(rank))
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def many_pieces(src: Distribution, dst: Distribution) -> bool:
+    """Whether rank 0's sends are many small pieces (then one gather beats a copy per piece).
+
+    Judged on rank 0's per-dimension partners (cached, shared with
+    `exchange_plan`): fewer than 64 elements per piece on average.
+    """
+    if not src.ndim or src.nranks != dst.nranks:
+        return False
+    coords = src.coords(0)
+    partners = math.prod(
+        len(_cached_dim_sends(m, n, c)) for m, n, c in zip(src.maps, dst.maps, coords)
+    )
+    owned = math.prod(m.num_owned(c) for m, c in zip(src.maps, coords))
+    return partners > 1 and owned < 64 * partners

@@ -49,7 +49,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 class Map(ABC):
     """Layout of one dimension of `size` indices over `nprocs` grid ranks."""
 
-    __slots__ = ("_nprocs", "_size")
+    __slots__ = ("_hash", "_nprocs", "_size")
     dist_type: str
 
     def __init__(self, size: int, nprocs: int):
@@ -166,4 +166,9 @@ class Map(ABC):
         return type(other) is type(self) and self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        # Plans are cached by maps, and a block map's key serialises its arrays: hash once.
+        try:
+            return self._hash
+        except AttributeError:
+            object.__setattr__(self, "_hash", hash(self._key()))
+            return self._hash

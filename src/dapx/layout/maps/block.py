@@ -264,10 +264,12 @@ class BlockMap(Map):
 
     def _owner(self, g):
         ranks = np.searchsorted(self._bounds, g, side="right") - 1
-        starts = self._bounds[:-1] - np.array(
-            [self.ghost_widths(r)[0] for r in range(self._nprocs)], dtype=np.intp
-        )
-        return ranks, g - starts[ranks]
+        # The low ghost width of the owners only (as `ghost_widths` has it), vectorised:
+        # a list over every grid rank made each call O(nprocs) in Python.
+        lo = self._padding[ranks, 0]
+        if not (self._ghost_edges or self._periodic):
+            lo = np.where(ranks > 0, lo, 0)
+        return ranks, g - self._bounds[ranks] + lo
 
     def _local_to_global(self, grid_rank, local):
         g = local + self.start(grid_rank)
