@@ -514,3 +514,24 @@ def test_padded_arrays_are_not_supported(backend):
     a = dapx.asarray(np.arange(12.0), padding=1, backend=backend)
     with pytest.raises(NotImplementedError, match="padded"):
         a[1:3]
+
+
+def test_empty_masks_match_any_axis_only_where_numpy_lets_them(backend):
+    # NumPy: a mask axis of length 0 matches an axis of any length; any other mismatch raises.
+    for x_shape in [(0,), (2,), (0, 0), (2, 0), (0, 2), (3, 2)]:
+        x = np.zeros(x_shape)
+        for k_shape in [(0,), (1,), (2,), (0, 0), (0, 1), (1, 0), (2, 0), (0, 2), (3, 0)]:
+            if len(k_shape) > len(x_shape):
+                continue
+            k = np.zeros(k_shape, bool)
+            a = dapx.asarray(x, backend=backend)
+            for key in (k, dapx.asarray(k, backend=backend)):
+                try:
+                    expected = x[k]
+                except IndexError:
+                    with pytest.raises(IndexError, match="did not match"):
+                        a[key]
+                else:
+                    result = a[key]
+                    assert result.shape == expected.shape
+                    np.testing.assert_array_equal(result.gather(), expected)

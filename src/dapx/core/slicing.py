@@ -389,8 +389,9 @@ def parse_key(shape: tuple[int, ...], entries: list) -> list[tuple]:
                 raise err
             items.append(("i", dim, e % shape[dim]))
         elif e.dtype.kind == "b":
-            if e.size == 0 and e.shape != tuple(shape[dim : dim + e.ndim]):
-                # Note: NumPy accepts an empty mask of any shape: it selects nothing.
+            axes = tuple(shape[dim : dim + e.ndim])
+            if e.size == 0 and e.shape != axes and all(k in (0, n) for k, n in zip(e.shape, axes)):
+                # As NumPy: a mask axis of length 0 matches any axis; the mask selects nothing.
                 items.extend(("a", dim + j, np.zeros(0, np.intp)) for j in range(e.ndim))
                 dim += e.ndim
                 continue
