@@ -350,7 +350,7 @@ def test_pad_of_block_axes_keeps_the_blocks_and_moves_only_edges(backend, mode, 
 
     with monkeypatch.context() as m:  # undone before the MPI plugin shares the outcome
         m.setattr(type(backend), "alltoallv", counting if mode == "wrap" else refuse)
-        for method in ("allgather", "bcast", "barrier", "combine"):
+        for method in ("allgather", "allgather_array", "bcast", "barrier", "combine"):
             m.setattr(type(backend), method, refuse)
         result = np.pad(a, width, mode=mode, **kwargs)
     expected = np.pad(x, width, mode=mode, **kwargs)

@@ -427,7 +427,7 @@ def test_repr_needs_no_communication(backend, monkeypatch):
         raise AssertionError("repr communicated")
 
     with monkeypatch.context() as m:  # undone before the MPI plugin shares the outcome
-        for method in ("allgather", "alltoallv", "bcast", "barrier", "combine"):
+        for method in ("allgather", "allgather_array", "alltoallv", "bcast", "barrier", "combine"):
             m.setattr(type(backend), method, refuse)
         text = repr(d)
         texts = [repr(ds), d._repr_html_(), d.dap._repr_html_(), ds.dap._repr_html_()]

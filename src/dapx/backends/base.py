@@ -53,7 +53,9 @@ class Backend(ABC):
     """Abstract backend: a small required core and defaults built on it.
 
     Required: `nranks`, `local_ranks`, `allgather`, `alltoallv`, `bcast`,
-    `barrier`. The default `combine` reduces partials in rank order. Per-rank
+    `barrier`. The default `combine` reduces partials in rank order; the
+    default `allgather_array` stacks what `allgather` returns (the MPI backend
+    moves such arrays as raw bytes instead of pickles). Per-rank
     work is not the backend's: the array layer runs it on the blocks of
     `local_ranks` itself, the same on every backend.
     """
@@ -108,6 +110,45 @@ class Backend(ABC):
         """Wait until every rank arrives."""
 
     # -- defaults built on the core -------------------------------------------------
+    def allgather_array(self, values: Mapping[int, np.ndarray]) -> np.ndarray:
+        """Every rank's small array, stacked in rank order, on every process.
+
+        Parameters
+        ----------
+        values : mapping of int to array_like
+            One array per local rank. Every rank of the job passes the same
+            shape and dtype (numeric, bool or other fixed-size dtypes; not
+            object), so that multi-process backends can move the values as
+            raw bytes, without pickling and without first exchanging sizes.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(nranks, *shape)``: row ``r`` is rank ``r``'s array.
+
+        Raises
+        ------
+        ValueError
+            When ranks pass different shapes or dtypes (backends that see every
+            value check; MPI can only check under ``DAPX_DEBUG``).
+        TypeError
+            For object arrays, whose elements are not data that can be sent as bytes.
+        """
+        gathered = [np.asarray(v) for v in self.allgather(values)]
+        first = gathered[0]
+        if first.dtype.hasobject:
+            raise TypeError(
+                f"allgather_array moves fixed-size data only, not arrays of dtype {first.dtype}"
+            )
+        for rank, v in enumerate(gathered):
+            if v.shape != first.shape or v.dtype != first.dtype:
+                raise ValueError(
+                    f"allgather_array: rank {rank} passes shape {v.shape} and dtype {v.dtype}, "
+                    f"rank 0 shape {first.shape} and dtype {first.dtype}; every rank must pass "
+                    "the same"
+                )
+        return np.stack(gathered)
+
     def combine(self, partials: Mapping[int, Any], op: Callable[[Any, Any], Any]) -> Any:
         """Reduce one partial per rank with `op`, strictly in rank order.
 

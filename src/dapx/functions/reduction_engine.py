@@ -6,8 +6,8 @@
 * each rank reduces the elements it *owns* along the reduced axes (padding
   and shared copies left out, owned indices in ascending global order), with
   ``keepdims``;
-* a full reduction combines the per-rank partials with `Backend.combine`,
-  strictly in rank order;
+* a full reduction gathers the per-rank partials (as bytes, see
+  `dapx.functions.small_partials`) and combines them strictly in rank order;
 * a partial reduction over undistributed axes stays local and keeps the
   other dimensions' maps;
 * a partial reduction over distributed axes is a reduce-scatter through the
@@ -44,6 +44,7 @@ from ..exchange.execute import Blocks, run_plan
 from ..exchange.plans import exchange_plan, simplify_index
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap, UnstructuredMap
+from .small_partials import gather_values
 
 __all__ = [
     "Axis",
@@ -58,6 +59,8 @@ __all__ = [
     "emit_warnings",
     "flag",
     "from_replicated",
+    "full_reduction",
+    "gather_values",
     "given",
     "layout",
     "ones_distribution",
@@ -167,6 +170,28 @@ def owned_only(a: DistributedArray) -> DistributedArray:
     return new_array(dist, {r: select(b, ops[r]) for r, b in a.locals.items()}, a.backend, a.dtype)
 
 
+def full_reduction(a: DistributedArray) -> tuple[DistributedArray, Layout]:
+    """`owned_only(a)` and the `Layout` of reducing it over all its axes (``a.ndim > 0``).
+
+    The hot path of full reductions: both are per-distribution metadata, found
+    here in one cached lookup instead of three.
+    """
+    backend = a.backend
+    owned, lay = _full_layout(a.distribution, backend.local_ranks, backend.nranks)
+    if owned is not None:
+        dist, ops = owned
+        blocks = {r: select(b, ops[r]) for r, b in a.locals.items()}
+        a = new_array(dist, blocks, backend, a.dtype)
+    return a, lay
+
+
+@functools.lru_cache(maxsize=256)
+def _full_layout(dist: Distribution, ranks: tuple[int, ...], nranks: int):
+    owned = _owned_layout(dist, ranks)
+    reduced = dist if owned is None else owned[0]
+    return owned, _layout(reduced, tuple(range(reduced.ndim)), ranks, nranks)
+
+
 def from_replicated(value: np.ndarray, backend) -> DistributedArray:
     """A small array known on every process, laid out over all ranks (no communication)."""
     value = np.asarray(value)
@@ -271,9 +296,11 @@ def shared_warnings(backend):
     NumPy's warnings (an empty slice, an invalid division, ...) arise only on
     the ranks whose blocks trigger them; under MPI, with warnings turned into
     errors, the other ranks would carry on alone. Inside the block warnings
-    are recorded; at its end one allgather shares them and every rank emits
-    the union, deduplicated, under the user's filters. Nested blocks share
-    once, at the outermost. An exception skips the sharing and propagates.
+    are recorded; at its end every rank says whether it recorded any (one
+    flag each, `Backend.allgather_array`, no pickle) and only when some rank
+    did, one allgather shares them and every rank emits the union,
+    deduplicated, under the user's filters. Nested blocks share once, at the
+    outermost. An exception skips the sharing and propagates.
     """
     global _sharing
     if _sharing:
@@ -287,7 +314,9 @@ def shared_warnings(backend):
     finally:
         _sharing -= 1
     seen = [(w.category, str(w.message)) for w in caught]
-    emit_warnings(backend.allgather(dict.fromkeys(backend.local_ranks, seen)))
+    flags = backend.allgather_array(dict.fromkeys(backend.local_ranks, np.bool_(bool(seen))))
+    if flags.any():
+        emit_warnings(backend.allgather(dict.fromkeys(backend.local_ranks, seen)))
 
 
 def spmd_warnings(func: Callable) -> Callable:
@@ -305,9 +334,9 @@ def spmd_warnings(func: Callable) -> Callable:
 
 
 def any_true(blocks: Mapping[int, np.ndarray], backend) -> bool:
-    """Whether any element of any rank's block is true (collective)."""
-    flags = {r: builtins.bool(np.any(b)) for r, b in blocks.items()}
-    return builtins.any(backend.allgather(flags))
+    """Whether any element of any rank's block is true (collective; one flag each, as bytes)."""
+    flags = {r: np.any(b, axis=None).astype(np.bool_) for r, b in blocks.items()}
+    return builtins.bool(backend.allgather_array(flags).any())
 
 
 @functools.lru_cache(maxsize=256)
@@ -556,7 +585,9 @@ def reduce_blocks(
                 partials[r] = None
             else:
                 partials[r] = spec.partial(views, r, lay, False)
-        value = backend.combine(partials, spec.combine)
+        # As `Backend.combine` does, but the partials (scalars) travel as bytes.
+        present = [p for p in gather_values(backend, partials)[0] if p is not None]
+        value = functools.reduce(spec.combine, present) if present else None
         if value is None:
             raise ValueError("zero-size array to a reduction operation which has no identity")
         res = lay.result[keepdims]

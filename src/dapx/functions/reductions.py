@@ -40,10 +40,11 @@ from .reduction_engine import (
     drop,
     emit_warnings,
     flag,
+    full_reduction,
+    gather_values,
     given,
     layout,
     ones_distribution,
-    owned_only,
     reduce_blocks,
     reduce_dtype,
     reduced_axes,
@@ -97,7 +98,8 @@ def _ufunc_spec(ufunc, axes, full, dtype, local_initial, maskable, res_dtype):
 def _full_fast(ufunc, a, lay, dtype, res_dtype):
     """The hot path of a full reduction by a ufunc with an identity, no mask, no initial.
 
-    The partials and any warnings raised computing them travel in one allgather
+    The partials travel as bytes in one `Backend.allgather_array`, with a flag
+    saying whether a rank recorded warnings computing them (`gather_values`),
     and are combined in rank order (as `Backend.combine` does); every rank then
     emits the same warnings (see `shared_warnings`).
     """
@@ -110,9 +112,9 @@ def _full_fast(ufunc, a, lay, dtype, res_dtype):
             for r, b in a.locals.items()
         }
     seen = [(w.category, str(w.message)) for w in caught] if caught else ()
-    everyone = backend.allgather({r: (p, seen) for r, p in partials.items()})
-    value = functools.reduce(ufunc, [p for p, _ in everyone])
-    emit_warnings([w for _, w in everyone])
+    everyone, warned = gather_values(backend, partials, seen)
+    value = functools.reduce(ufunc, everyone)
+    emit_warnings(warned)
     blocks = {r: np.array(value, res_dtype) for r in partials}
     return new_array(SCALAR, blocks, backend, res_dtype)
 
@@ -128,8 +130,7 @@ def _reduce(ufunc, a, axis, dtype, out, keepdims, initial, where, casting="unsaf
         and type(a) is DistributedArray
         and a.ndim
     ):
-        a = owned_only(a)
-        lay = layout(a.distribution, reduced_axes(None, a.ndim), a.backend)
+        a, lay = full_reduction(a)
         return _full_fast(ufunc, a, lay, dtype, reduce_dtype(ufunc, a.dtype, dtype))
     return _reduce_general(ufunc, a, axis, dtype, out, keepdims, initial, where, casting)
 
