@@ -200,6 +200,7 @@ NEW_FUNCTION_TESTS = [
         "array_api",
         "tall_skinny",
         "summa",
+        "factorizations",
         "function_dtypes_errors",
         "sorting_at_scale",
         "statistics_chunked",

@@ -13,14 +13,18 @@ rank holds its block plus ``O(P n^2)``): `qr` (modes 'reduced' and 'r'),
 functions that the adjoint leaves unchanged (`svd`, `svdvals`, `pinv`,
 `matrix_rank`, `cond` with ``p`` None/2/-2) take wide matrices through it too.
 
-Everything else (stacks of matrices, `inv`, `solve`, `det`, `eig*`,
-`cholesky`, `qr` with ``mode='complete'`` or ``'raw'`` and `svd` with
+A single non-empty square matrix goes through the blocked right-looking
+factorizations on a 2-D block-cyclic grid: `cholesky`
+(`dapx.functions.factorizations`), `solve`, `inv`, `det` and `slogdet` (LU
+with partial pivoting, `dapx.functions.lu`); nothing is made whole.
+
+Everything else (stacks of matrices, `eig*` including `eigh`/`eigvalsh` of a
+single matrix, `qr` with ``mode='complete'`` or ``'raw'`` and `svd` with
 ``full_matrices=True`` of a non-square matrix, which need an ``m x m`` factor
 or LAPACK's Householder form, `hermitian=True`) makes each matrix whole on
 one rank with the batch axes spread over the ranks
 (`dapx.functions.whole_core.on_whole_core`); a single matrix is made whole on
-one process with a `dapx.GatherWarning` above the gather threshold. Scalable
-algorithms for large square matrices are the next step (SUMMA, block-cyclic LU).
+one process with a `dapx.GatherWarning` above the gather threshold.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.array import DistributedArray
 from ..core.dispatch import implements
+from . import factorizations as fz
+from . import lu
 from . import tall_skinny as ts
 from .diagonals import diagonal as diagonal_
 from .linalg import matmul
@@ -110,6 +116,8 @@ def inv(a):
     array([0.5 , 0.25])
     """
     _square(a, "inv")
+    if fz.qualifies(a):  # one matrix: LU on a 2-D block-cyclic grid (nothing made whole)
+        return lu.inv(a)
     return _one(la.inv, a, 2, "np.linalg.inv")
 
 
@@ -117,6 +125,8 @@ def inv(a):
 def det(a):
     """`numpy.linalg.det` of each matrix."""
     _square(a, "det")
+    if fz.qualifies(a):
+        return lu.det(a)
     return _one(la.det, a, 2, "np.linalg.det")
 
 
@@ -124,6 +134,8 @@ def det(a):
 def slogdet(a):
     """`numpy.linalg.slogdet`: ``(sign, logabsdet)`` of each matrix."""
     _square(a, "slogdet")
+    if fz.qualifies(a):
+        return type(la.slogdet(np.eye(1)))(*lu.slogdet(a))
     sign, logabsdet = on_whole_core(
         lambda b: tuple(la.slogdet(b)), [a], [2], "np.linalg.slogdet", LinAlgError
     )
@@ -134,6 +146,8 @@ def slogdet(a):
 def cholesky(a, /, *, upper=False):
     """`numpy.linalg.cholesky` of each matrix."""
     _square(a, "cholesky")
+    if fz.qualifies(a):  # one matrix: blocked Cholesky on a 2-D block-cyclic grid
+        return fz.cholesky(a, upper=upper)
     return _one(la.cholesky, a, 2, "np.linalg.cholesky", upper=upper)
 
 
@@ -346,6 +360,8 @@ def solve(a, b):
     _square(a, "solve")
     b = as_distributed_operand(b, a)
     vector = b.ndim == 1
+    if fz.qualifies(a) and b.ndim in (1, 2) and b.shape[0] == a.shape[0] and b.size:
+        return lu.lu_solve(a, b)  # one system: LU on a 2-D block-cyclic grid, x in b's layout
     if vector:
         if a.ndim != 2:
             b = reshape(b, (1,) * (a.ndim - 2) + b.shape)
