@@ -63,7 +63,7 @@ from ..layout.distribution import Distribution
 from ..layout.grid import dims_create
 from ..layout.maps import CyclicMap
 from .shaping import matrix_transpose
-from .summa import _tree_broadcast
+from .summa import tree_broadcast
 
 __all__ = [
     "NB",
@@ -211,7 +211,7 @@ class PanelGrid:
             return done
         held = {r: done if j == jc else None for r, (_, j) in self.where.items()}
         shapes = dict.fromkeys(held, (self.n - k0 + 1, kb))
-        held = _tree_broadcast(held, shapes, dtype, self.grid, 1, jc, self.backend)
+        held = tree_broadcast(held, shapes, dtype, self.grid, 1, jc, self.backend)
         return next(iter(held.values()))  # the same bits on every local rank
 
 

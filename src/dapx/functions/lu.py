@@ -34,7 +34,7 @@ from ..layout.distribution import Distribution
 from ..layout.maps import UnstructuredMap
 from .factorizations import PanelGrid, factor_layout, work_dtype
 from .reduction_engine import from_replicated
-from .summa import _tree_broadcast
+from .summa import tree_broadcast
 
 __all__ = ["det", "inv", "lu_solve", "slogdet"]
 
@@ -194,7 +194,7 @@ def _lu(
                     u12[...] = l11_inv @ u12
                 held[r] = u12
         if g.pr > 1:
-            held = _tree_broadcast(held, shapes, work_t, g.grid, 0, ir, g.backend)
+            held = tree_broadcast(held, shapes, work_t, g.grid, 0, ir, g.backend)
         for r, (i, j) in g.where.items():
             rows, cols, blk = g.row_idx[i], g.col_idx[j], blocks[r]
             lr1, lc1 = int(np.searchsorted(rows, k1)), int(np.searchsorted(cols, k1))
@@ -219,7 +219,7 @@ def _back_substitute(g: PanelGrid, blocks: dict, work_t: np.dtype) -> dict:
                 lc = int(np.searchsorted(cols, k0))
                 held[r] = blocks[r][:top, lc : lc + kb]
         if g.pc > 1:
-            held = _tree_broadcast(held, shapes, work_t, g.grid, 1, jc, g.backend)
+            held = tree_broadcast(held, shapes, work_t, g.grid, 1, jc, g.backend)
         solved, xshapes = {}, {}
         for r, (i, j) in g.where.items():
             rows, cols, blk = g.row_idx[i], g.col_idx[j], blocks[r]
@@ -232,7 +232,7 @@ def _back_substitute(g: PanelGrid, blocks: dict, work_t: np.dtype) -> dict:
                     x[...] = np.linalg.solve(np.triu(held[r][lr : lr + kb]), x)
                 solved[r] = x
         if g.pr > 1:
-            solved = _tree_broadcast(solved, xshapes, work_t, g.grid, 0, ir, g.backend)
+            solved = tree_broadcast(solved, xshapes, work_t, g.grid, 0, ir, g.backend)
         for r, (i, j) in g.where.items():
             rows, cols, blk = g.row_idx[i], g.col_idx[j], blocks[r]
             lb, top = int(np.searchsorted(cols, g.n)), int(np.searchsorted(rows, k0))

@@ -51,7 +51,7 @@ from ..layout.distribution import Distribution
 from ..layout.grid import ProcessGrid, dims_create
 from ..layout.maps import BlockMap, even_bounds
 
-__all__ = ["summa", "summa_grid", "summa_panels"]
+__all__ = ["summa", "summa_grid", "summa_panels", "tree_broadcast"]
 
 
 def _plain_blocks(dist: Distribution) -> bool:
@@ -116,7 +116,7 @@ def _layouts(a: DistributedArray, b: DistributedArray, grid: tuple[int, int]):
     return a_dist, b_dist, Distribution([rows, cols], grid)
 
 
-def _tree_broadcast(
+def tree_broadcast(
     held: dict, shapes: dict, dtype, grid: ProcessGrid, axis: int, root: int, backend
 ) -> dict:
     """Broadcast each line's panel along grid `axis` from grid coordinate `root`.
@@ -238,10 +238,10 @@ def summa(a: DistributedArray, b: DistributedArray) -> DistributedArray:
         # Every process takes part in every round: the calls are collective.
         if grid_shape[1] > 1:
             shapes = {r: (height[r], kb) for r in ranks}
-            held_a = _tree_broadcast(held_a, shapes, dtype, grid, 1, owner_a, backend)
+            held_a = tree_broadcast(held_a, shapes, dtype, grid, 1, owner_a, backend)
         if grid_shape[0] > 1:
             shapes = {r: (kb, width[r]) for r in ranks}
-            held_b = _tree_broadcast(held_b, shapes, dtype, grid, 0, owner_b, backend)
+            held_b = tree_broadcast(held_b, shapes, dtype, grid, 0, owner_b, backend)
         for r in ranks:
             left, right = held_a[r], held_b[r]
             if r not in result:
