@@ -39,11 +39,18 @@ the buffer whenever three of them fit (rows of <= 2730 float64), so the
 kernel's slices of 2 x 2 blocks (rows of 2048) run about 2x slower per
 element than those of whole rows. A second table runs NumPy and dapx on 2 x 2
 with ``np.setbufsize(--bufsize)`` (default 2048), where neither copies.
+
+``--part overlap`` (issue 18) times ``u = dapx.map_overlap(step, u, depth=1,
+boundary=0.0)`` with `step` returning a new padded block, against the same
+problem written in place: on 2 simulated ranks against `update_halos` and the
+kernel on two halo arrays, under ``mpiexec -n 2`` against the Sendrecv
+program (target: within 1.3x of each; results checked).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -286,6 +293,107 @@ def dask_part(n: int, iterations: int, rounds: int, chunks: tuple[int, int]) -> 
     return med
 
 
+# -- map_overlap in steady state (issue 18): u = map_overlap(step, u) vs in-place programs ---------
+
+
+def _overlap_initial(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    return np.add.outer(rows % 7, cols % 5).astype(float)
+
+
+def _overlap_step(b: np.ndarray) -> np.ndarray:
+    """The Jacobi kernel as a ``map_overlap`` step: a new padded block (its halo never read)."""
+    out = np.empty_like(b)
+    jacobi_kernel(b, out)
+    return out
+
+
+def overlap_loop(n: int, iterations: int, backend):
+    """``u = dapx.map_overlap(step, u, depth=1, boundary=0.0)``, the step returning a new block."""
+    u = dapx.zeros((n, n), backend=backend)
+    for r in backend.local_ranks:
+        rows, cols = u.distribution.global_indices(r)
+        u.locals[r][...] = _overlap_initial(rows, cols)
+    backend.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        u = dapx.map_overlap(_overlap_step, u, depth=1, boundary=0.0)
+    backend.barrier()
+    return time.perf_counter() - t0, u
+
+
+def overlap_in_place(n: int, iterations: int, backend):
+    """The same problem written in place with dapx: two halo arrays, `update_halos`, the kernel."""
+    u, v = (dapx.zeros((n, n), halo=1, backend=backend) for _ in range(2))
+    inner = u.interior
+    for r in backend.local_ranks:
+        rows, cols = inner.distribution.global_indices(r)
+        inner.locals[r][...] = _overlap_initial(rows, cols)
+    ranks = backend.local_ranks
+    backend.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        u.update_halos()
+        for r in ranks:
+            jacobi_kernel(u.local_with_halo(r), v.local_with_halo(r))
+        u, v = v, u
+    backend.barrier()
+    return time.perf_counter() - t0, u.interior
+
+
+def sendrecv_overlap(n: int, iterations: int, comm):
+    """The same problem as a hand-written mpi4py program (zero boundary, two buffers)."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    bounds = dapx.layout.maps.even_bounds(n, size)
+    lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+    p = np.zeros((hi - lo + 2, n + 2))
+    p[1:-1, 1:-1] = _overlap_initial(np.arange(lo, hi), np.arange(n))
+    q = np.zeros_like(p)
+    up = rank - 1 if rank > 0 else MPI.PROC_NULL
+    down = rank + 1 if rank < size - 1 else MPI.PROC_NULL
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        comm.Sendrecv(p[1], dest=up, recvbuf=p[-1], source=down)
+        comm.Sendrecv(p[-2], dest=down, recvbuf=p[0], source=up)
+        jacobi_kernel(p, q)
+        p, q = q, p
+    comm.Barrier()
+    return time.perf_counter() - t0, p[1:-1, 1:-1]
+
+
+def overlap_part(n: int, iterations: int, rounds: int, backend, baseline) -> dict:
+    """Median times of the map_overlap loop and of `baseline` on `backend` (results checked)."""
+    state = {}
+
+    def variant(key, fn, it):
+        def run():
+            t, state[key] = fn(n, it)
+            return max(backend.allgather(dict.fromkeys(backend.local_ranks, t)))
+
+        return run
+
+    def variants(it):
+        return {
+            "in-place": variant("in-place", baseline, it),
+            "map_overlap": variant("map_overlap", lambda n, it: overlap_loop(n, it, backend), it),
+        }
+
+    for fn in variants(2).values():
+        fn()
+    med = _median_times(variants(iterations), rounds)
+    mine = {r: state["map_overlap"].locals[r] for r in backend.local_ranks}
+    ref = state["in-place"]
+    if isinstance(ref, np.ndarray):  # the Sendrecv program's block: one rank per process
+        same = all(np.array_equal(b, ref) for b in mine.values())
+    else:
+        same = all(np.array_equal(b, ref.locals[r]) for r, b in mine.items())
+    if not all(backend.allgather(dict.fromkeys(backend.local_ranks, same))):
+        raise AssertionError("the map_overlap loop and the in-place program disagree")
+    return med
+
+
 # -- the report -----------------------------------------------------------------------------------
 
 
@@ -301,9 +409,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--part", choices=["all", "simulated", "mpi", "dask"], default="all")
+    parser.add_argument(
+        "--part", choices=["all", "simulated", "mpi", "dask", "overlap"], default="all"
+    )
     # Set on the processes this script starts under mpiexec, not by hand.
     parser.add_argument("--mpi-rank", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mpi-overlap", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument(
         "--bufsize",
@@ -316,6 +427,16 @@ def main() -> int:
     if args.mpi_rank:
         mpi_part(n, it, rounds, args.first_round)
         return 0
+    if args.mpi_overlap:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        med = overlap_part(n, it, rounds, dapx.mpi(), lambda n, it: sendrecv_overlap(n, it, comm))
+        if comm.Get_rank() == 0:
+            print(json.dumps(med))
+        return 0
+    if args.part == "overlap":
+        return overlap_report(n, it, rounds)
     print(f"2-D 5-point Jacobi, {n} x {n} float64, {it} iterations (median of {rounds} rounds)")
     if args.part in ("all", "simulated"):
         s = simulated_part(n, it, rounds, args.bufsize)
@@ -367,6 +488,28 @@ def main() -> int:
                 f"  dapx on 2 MPI ranks is {statistics.median(speedups):.1f}x faster "
                 f"(target >= 3x; rounds: {', '.join(f'{x:.1f}' for x in speedups)})"
             )
+    return 0
+
+
+def overlap_report(n: int, iterations: int, rounds: int) -> int:
+    """The map_overlap loop against in-place programs: 2 simulated ranks, mpiexec -n 2."""
+    print(f"u = map_overlap(step, u, depth=1), {n} x {n}, {iterations} iterations (target <= 1.3x)")
+    backend = dapx.simulated(2)
+    in_place = functools.partial(overlap_in_place, backend=backend)
+    sim = overlap_part(n, iterations, rounds, backend, in_place)
+    print("2 simulated ranks, vs dapx update_halos + kernel in place, results checked")
+    print(_line("in place", sim["in-place"]))
+    print(_line("map_overlap loop", sim["map_overlap"], sim["map_overlap"] / sim["in-place"]))
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
+    cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", sys.executable, __file__]
+    cmd += ["--mpi-overlap", "--size", str(n), "--iterations", str(iterations)]
+    cmd += ["--rounds", str(rounds)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    mpi = json.loads(out.strip().splitlines()[-1])
+    print("mpiexec -n 2, vs the hand-written mpi4py Sendrecv program, results checked")
+    print(_line("mpi4py Sendrecv", mpi["in-place"]))
+    print(_line("map_overlap loop", mpi["map_overlap"], mpi["map_overlap"] / mpi["in-place"]))
     return 0
 
 

@@ -204,6 +204,7 @@ NEW_FUNCTION_TESTS = [
         "function_dtypes_errors",
         "sorting_at_scale",
         "statistics_chunked",
+        "overlap_in_place",
     )
 ]
 

@@ -10,13 +10,22 @@ the halo with ``trim=False``), form the distributed result.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..core.array import new_array
+from ..core.elision import ELISION_ENABLED
 from ..core.guard import collective
 from ..errors import DAPError
-from ..exchange.halo import boundary_kinds, halo_plan, interior_distribution, run_halo_plan
+from ..exchange.halo import (
+    boundary_kinds,
+    halo_plan,
+    interior_distribution,
+    interior_key,
+    run_halo_plan,
+)
 from ..layout.distribution import Distribution
 from ..layout.maps import BlockMap
 from ..layout.spec import by_axis
@@ -106,6 +115,49 @@ def _overlap_keys(dist: Distribution, rank: int, depths: tuple, kinds: tuple):
     return tuple(view), tuple(trim)
 
 
+def _spare_room(x, target: Distribution):
+    """`x` laid out by `target` without a copy, when its blocks have spare halo room; else None.
+
+    A ``trim=True`` result of `map_overlap` keeps, as each local block, the
+    interior view of `func`'s padded output. When every block of `x` is the
+    interior (by `target`) of a writeable buffer of `target`'s block shape that
+    nothing but that block references, the halos of those buffers are not
+    visible to anyone: the buffers themselves are `x` laid out by `target`,
+    whose ghost cells the caller then fills in place. Only where reference
+    counts are exact (`dapx.core.elision`).
+    """
+    if not ELISION_ENABLED or x.distribution != interior_distribution(target):
+        return None
+    local = x.locals
+    if not local:  # a handle of blocks held elsewhere
+        return None
+    buffers = {}
+    for r in local:
+        block = local[r]
+        buf = block.base
+        if (
+            type(buf) is not np.ndarray
+            or not buf.flags.owndata
+            or not buf.flags.writeable
+            or buf.dtype != block.dtype
+            or buf.shape != target.local_shape(r)
+        ):
+            return None
+        inner = buf[interior_key(target, r)]
+        same = (
+            inner.shape == block.shape
+            and inner.strides == block.strides
+            and inner.__array_interface__["data"][0] == block.__array_interface__["data"][0]
+        )
+        del inner, block
+        # `block.base`, `buf` here and getrefcount's argument: more means someone else
+        # (another view, or an array whose block is the buffer) can see the halo.
+        if not same or sys.getrefcount(buf) > 3:
+            return None
+        buffers[r] = buf
+    return new_array(target, buffers, x.backend, x.dtype)
+
+
 _DASK_ONLY = ("chunks", "drop_axis", "new_axis", "align_arrays", "allow_rechunk", "meta")
 
 
@@ -130,7 +182,10 @@ def map_overlap(
         Arrays of the same shape; the first one's block layout is used
         (the others are aligned to it). An input already laid out with a
         halo of exactly `depth` is used in place: its halo is updated, no
-        copy is made.
+        copy is made. So is the trimmed result of an earlier call whose
+        `func` returned a new padded block, when nothing else holds that
+        block (``u = map_overlap(func, u, ...)`` in a loop): its halo is
+        refilled in place.
     depth : int, tuple or dict, optional
         Ghost cells per side: one int, one entry per axis, or a dict by
         axis; an entry may be a ``(lo, hi)`` pair. Default 0.
@@ -205,7 +260,8 @@ def map_overlap(
 
             x = asarray(x, dist=base, backend=backend)
         if x.distribution != target:
-            x = x.redistribute(target)
+            padded = _spare_room(x, target) if target.is_padded else None
+            x = x.redistribute(target) if padded is None else padded
         if target.is_padded:
             plan = halo_plan(target, kinds, backend.local_ranks)
             run_halo_plan(plan, x.locals, x.dtype, backend, values)
