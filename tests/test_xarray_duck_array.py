@@ -40,8 +40,6 @@ _IDX = (
 XFAILS = {
     "test_isin": "np.isin gathers a distributed test set to every rank (a GatherWarning, an "
     "error in this suite)",
-    "test_searchsorted": "np.searchsorted of a distributed v gathers the sorted array to every "
-    "rank (a GatherWarning, an error in this suite)",
     "test_idxmax": _IDX,
     "test_idxmin": _IDX,
 }
