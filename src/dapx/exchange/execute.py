@@ -279,19 +279,26 @@ def run_flat(
     return out
 
 
+#: Ranks from which a process holding them all runs many-small-piece exchanges as one flat
+#: gather: below it the piece plan is cheap, and running every exchange through the backend's
+#: all-to-all keeps it observable (tests count what each rank receives there).
+FLAT_MIN_RANKS = 64
+
+
 def move(
     src: Distribution, dst: Distribution, blocks: Mapping[int, np.ndarray], dtype, backend
 ) -> Blocks:
     """The local blocks of `dst`'s layout, from `blocks` laid out by `src`: one exchange.
 
-    When this process holds every rank (the simulated backend) and the
-    pieces are many and small (block -> cyclic: a piece per rank pair),
+    When this process holds every rank (the simulated backend), there are at
+    least `FLAT_MIN_RANKS` of them and the pieces are many and small (block ->
+    cyclic: a piece per rank pair),
     every rank's flat plan is built once and run with gathers, without a
     Python object per piece; otherwise the piece plan runs through the
     backend's all-to-all. Both move the same elements to the same places.
     """
     local = tuple(backend.local_ranks)
-    if len(local) == backend.nranks == src.nranks and many_pieces(src, dst):
+    if len(local) == backend.nranks == src.nranks >= FLAT_MIN_RANKS and many_pieces(src, dst):
         sends, recvs, shapes = _all_flat(src, dst)
         return run_flat(sends, recvs, shapes, blocks, dtype)
     return run_plan(exchange_plan(src, dst, local), blocks, dtype, backend)
