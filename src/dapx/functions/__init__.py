@@ -21,6 +21,7 @@ from . import (  # noqa: F401 (each module registers its np.* implementations)
     introspection,
     joining,
     linalg,
+    linalg_products,
     linear_algebra,
     manipulation,
     mathematical,

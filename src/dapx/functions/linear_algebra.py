@@ -1,7 +1,7 @@
 """`numpy.linalg` on distributed arrays, correct on every layout.
 
-Products, transposes, traces and diagonals reuse dapx's distributed
-implementations (`matmul`, `tensordot`, `diagonal`, ...); norms are
+Products, transposes, traces and diagonals are in
+`dapx.functions.linalg_products`; norms are
 reductions (partials in rank order, nothing made whole), the ones defined by
 singular values included (see below).
 
@@ -37,24 +37,19 @@ from ..core.dispatch import implements
 from . import factorizations as fz
 from . import lu
 from . import tall_skinny as ts
-from .diagonals import diagonal as diagonal_
 from .linalg import matmul
-from .linalg import outer as outer_
-from .linalg import tensordot as tensordot_
+from .linalg_products import check_square
 from .reductions import max as max_
 from .reductions import min as min_
 from .reductions import sum as sum_
 from .scans import whole
 from .shaping import from_replicated, reshape
-from .shaping import matrix_transpose as matrix_transpose_
 from .whole_core import as_distributed_operand, on_rank0, on_whole_core
 
 __all__ = [
     "cholesky",
     "cond",
-    "cross",
     "det",
-    "diagonal",
     "eig",
     "eigh",
     "eigvals",
@@ -64,7 +59,6 @@ __all__ = [
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
-    "multi_dot",
     "norm",
     "pinv",
     "qr",
@@ -74,21 +68,11 @@ __all__ = [
     "svdvals",
     "tensorinv",
     "tensorsolve",
-    "trace",
     "vector_norm",
 ]
 
 LinAlgError = np.linalg.LinAlgError
 la = np.linalg
-
-
-def _square(a: DistributedArray, name: str) -> None:
-    if a.ndim < 2:
-        raise LinAlgError(
-            f"{a.ndim}-dimensional array given. Array must be at least two-dimensional"
-        )
-    if a.shape[-1] != a.shape[-2]:
-        raise LinAlgError("Last 2 dimensions of the array must be square")
 
 
 def _at_least_2d(a: DistributedArray) -> None:
@@ -115,7 +99,7 @@ def inv(a):
     >>> np.linalg.inv(a).gather()[:, 0, 0]
     array([0.5 , 0.25])
     """
-    _square(a, "inv")
+    check_square(a, "inv")
     if fz.qualifies(a):  # one matrix: LU on a 2-D block-cyclic grid (nothing made whole)
         return lu.inv(a)
     return _one(la.inv, a, 2, "np.linalg.inv")
@@ -124,7 +108,7 @@ def inv(a):
 @implements(la.det)
 def det(a):
     """`numpy.linalg.det` of each matrix."""
-    _square(a, "det")
+    check_square(a, "det")
     if fz.qualifies(a):
         return lu.det(a)
     return _one(la.det, a, 2, "np.linalg.det")
@@ -133,7 +117,7 @@ def det(a):
 @implements(la.slogdet)
 def slogdet(a):
     """`numpy.linalg.slogdet`: ``(sign, logabsdet)`` of each matrix."""
-    _square(a, "slogdet")
+    check_square(a, "slogdet")
     if fz.qualifies(a):
         return type(la.slogdet(np.eye(1)))(*lu.slogdet(a))
     sign, logabsdet = on_whole_core(
@@ -145,7 +129,7 @@ def slogdet(a):
 @implements(la.cholesky)
 def cholesky(a, /, *, upper=False):
     """`numpy.linalg.cholesky` of each matrix."""
-    _square(a, "cholesky")
+    check_square(a, "cholesky")
     if fz.qualifies(a):  # one matrix: blocked Cholesky on a 2-D block-cyclic grid
         return fz.cholesky(a, upper=upper)
     return _one(la.cholesky, a, 2, "np.linalg.cholesky", upper=upper)
@@ -234,7 +218,7 @@ def svdvals(x, /):
 @implements(la.eig)
 def eig(a):
     """`numpy.linalg.eig` of each matrix."""
-    _square(a, "eig")
+    check_square(a, "eig")
     w, v = on_whole_core(lambda b: tuple(la.eig(b)), [a], [2], "np.linalg.eig", LinAlgError)
     return type(la.eig(np.eye(1)))(w, v)
 
@@ -242,7 +226,7 @@ def eig(a):
 @implements(la.eigh)
 def eigh(a, UPLO="L"):
     """`numpy.linalg.eigh` of each matrix."""
-    _square(a, "eigh")
+    check_square(a, "eigh")
     w, v = on_whole_core(lambda b: tuple(la.eigh(b, UPLO)), [a], [2], "np.linalg.eigh", LinAlgError)
     return type(la.eigh(np.eye(1)))(w, v)
 
@@ -250,14 +234,14 @@ def eigh(a, UPLO="L"):
 @implements(la.eigvals)
 def eigvals(a):
     """`numpy.linalg.eigvals` of each matrix."""
-    _square(a, "eigvals")
+    check_square(a, "eigvals")
     return _one(la.eigvals, a, 2, "np.linalg.eigvals")
 
 
 @implements(la.eigvalsh)
 def eigvalsh(a, UPLO="L"):
     """`numpy.linalg.eigvalsh` of each matrix."""
-    _square(a, "eigvalsh")
+    check_square(a, "eigvalsh")
     return _one(la.eigvalsh, a, 2, "np.linalg.eigvalsh", UPLO)
 
 
@@ -357,7 +341,7 @@ def cond(x, p=None):
 @implements(la.solve)
 def solve(a, b):
     """`numpy.linalg.solve`; ``b`` is a vector only when it is 1-d (NumPy 2)."""
-    _square(a, "solve")
+    check_square(a, "solve")
     b = as_distributed_operand(b, a)
     vector = b.ndim == 1
     if fz.qualifies(a) and b.ndim in (1, 2) and b.shape[0] == a.shape[0] and b.size:
@@ -457,141 +441,10 @@ def tensorsolve(a, b, axes=None):
     return reshape(x, shape)
 
 
-# -- products, transposes, diagonals: dapx's distributed implementations ------------------------
-
-
-@implements(la.matmul)
-def linalg_matmul(x1, x2, /):
-    """`numpy.linalg.matmul`: `numpy.matmul`."""
-    return matmul(x1, x2)
-
-
-@implements(la.matrix_transpose)
-def matrix_transpose(x, /):
-    """`numpy.linalg.matrix_transpose`."""
-    return matrix_transpose_(x)
-
-
-@implements(la.outer)
-def outer(x1, x2, /):
-    """`numpy.linalg.outer` of two vectors."""
-    if np.ndim(x1) != 1 or np.ndim(x2) != 1:
-        raise ValueError("Input arrays must be one-dimensional")
-    return outer_(x1, x2)
-
-
-@implements(la.tensordot)
-def tensordot(x1, x2, /, *, axes=2):
-    """`numpy.linalg.tensordot`."""
-    return tensordot_(x1, x2, axes)
-
-
-@implements(la.vecdot)
-def vecdot(x1, x2, /, *, axis=-1):
-    """`numpy.linalg.vecdot`: the conjugate of `x1` times `x2`, summed along `axis`."""
-    if np.shape(x1)[axis] != np.shape(x2)[axis]:
-        raise ValueError(
-            f"vecdot: the vector dimensions differ: shapes {np.shape(x1)} and {np.shape(x2)}"
-        )
-    product = np.multiply(np.conjugate(x1) if np.iscomplexobj(x1) else x1, x2)
-    return sum_(product, axis=axis, dtype=product.dtype)
-
-
-@implements(la.trace)
-def trace(x, /, *, offset=0, dtype=None):
-    """`numpy.linalg.trace` over the last two axes."""
-    return sum_(diagonal_(x, offset, -2, -1), axis=-1, dtype=dtype)
-
-
-@implements(la.diagonal)
-def diagonal(x, /, *, offset=0):
-    """`numpy.linalg.diagonal` of the last two axes."""
-    return diagonal_(x, offset, -2, -1)
-
-
-@implements(la.cross)
-def cross(x1, x2, /, *, axis=-1):
-    """`numpy.linalg.cross` of 3-element vectors."""
-    if np.shape(x1)[axis] != 3 or np.shape(x2)[axis] != 3:
-        raise ValueError(
-            "Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
-            f"{np.shape(x1)[axis]} and {np.shape(x2)[axis]} dimensional instead."
-        )
-    return cross_product(x1, x2, axis=axis)
-
-
-@implements(np.cross)
-def cross_product(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """`numpy.cross` of (arrays of) 3-element vectors: slices and elementwise products.
-
-    # Note: NumPy's deprecated 2-element vectors are refused.
-
-    >>> import numpy as np, dapx
-    >>> x = dapx.asarray(np.eye(3), backend=dapx.simulated(2))
-    >>> np.cross(x[0], x[1]).gather()
-    array([0., 0., 1.])
-    """
-    if axis is not None:
-        axisa = axisb = axisc = axis
-    a = np.moveaxis(a, axisa, -1)
-    b = np.moveaxis(b, axisb, -1)
-    if a.shape[-1] != 3 or b.shape[-1] != 3:
-        raise ValueError(
-            "incompatible dimensions for cross product (dimension must be 3; dapx does not "
-            "take NumPy's deprecated 2-element vectors)"
-        )
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    c = np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-    return np.moveaxis(c, -1, axisc)
-
-
-@implements(la.multi_dot)
-def multi_dot(arrays, *, out=None):
-    """`numpy.linalg.multi_dot`: the chain of `matmul` in NumPy's cheapest order."""
-    arrays = list(arrays)
-    if len(arrays) < 2:
-        raise ValueError("Expecting at least two arrays.")
-    first_vector, last_vector = np.ndim(arrays[0]) == 1, np.ndim(arrays[-1]) == 1
-    shapes = [np.shape(x) for x in arrays]
-    shapes[0] = (1, shapes[0][0]) if first_vector else shapes[0]
-    shapes[-1] = (shapes[-1][0], 1) if last_vector else shapes[-1]
-    split = _chain_order([shapes[0][0], *(s[1] for s in shapes)])
-
-    def chain(i, j):
-        if i == j:
-            return arrays[i]
-        k = split[i][j]
-        return matmul(chain(i, k), chain(k + 1, j))
-
-    result = chain(0, len(arrays) - 1)
-    if out is not None:
-        from .shaping import write_into
-
-        return write_into(out, result)
-    return result
-
-
-def _chain_order(dims: list[int]) -> list[list[int]]:
-    """Where to split each sub-chain of matrices ``dims[i] x dims[i+1]`` (fewest flops)."""
-    n = len(dims) - 1
-    cost = [[0] * n for _ in range(n)]
-    split = [[0] * n for _ in range(n)]
-    for length in range(1, n):
-        for i in range(n - length):
-            j = i + length
-            cost[i][j] = None
-            for k in range(i, j):
-                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
-                if cost[i][j] is None or c < cost[i][j]:
-                    cost[i][j], split[i][j] = c, k
-    return split
-
-
 @implements(la.matrix_power)
 def matrix_power(a, n):
     """`numpy.linalg.matrix_power` by repeated squaring with dapx's `matmul`."""
-    _square(a, "matrix_power")
+    check_square(a, "matrix_power")
     if not isinstance(n, (int, np.integer)):
         raise TypeError("exponent must be an integer")
     if n == 0:
@@ -677,6 +530,3 @@ def norm(x, ord=None, axis=None, keepdims=False):
         for k in sorted(axes):
             result = np.expand_dims(result, k)
     return result
-
-
-__all__ += ["cross_product", "linalg_matmul", "matrix_transpose", "outer", "tensordot", "vecdot"]
