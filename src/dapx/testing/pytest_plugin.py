@@ -35,8 +35,11 @@ run with ``pytest --dapx-ranks=1,3`` gives ``test_double[ranks=1]`` and
 
 from __future__ import annotations
 
+import getpass
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -45,6 +48,7 @@ __all__ = ["dapx_backend", "parse_ranks", "uses_mpi"]
 
 DEFAULT_RANKS = "1,2,4"
 _USES_MPI = pytest.StashKey[bool]()  # decided once per session
+_OWN_BASETEMP = pytest.StashKey[str]()  # a rank's own temporary directory under mpiexec
 
 
 def parse_ranks(text: str) -> list[int]:
@@ -95,12 +99,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     try:
         parse_ranks(config.getoption("dapx_ranks"))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[_USES_MPI] = uses_mpi()
+    if config.stash[_USES_MPI] and not config.option.basetemp:
+        # Every rank would otherwise number and clean pytest's shared temporary directories
+        # at once: one rank's cleanup deletes what another is scanning, and the scan's
+        # unclosed iterator fails the run at exit. Each rank gets a directory of its own.
+        config.option.basetemp = os.path.join(
+            tempfile.gettempdir(), f"pytest-dapx-{getpass.getuser()}-{os.getpid()}"
+        )
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def uses_dask() -> bool:
