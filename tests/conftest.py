@@ -64,7 +64,19 @@ def backend(dapx_backend):
     return dapx_backend
 
 
+#: Test files whose tests start their own processes (mpiexec jobs, dask clusters): with
+#: pytest-xdist (the README's ``-n 2``) they run one after another on one worker, first, while
+#: the other worker takes the in-process tests, so no two of them compete for the cores.
+PROCESS_SUITES = ("test_mpi.py", "test_dask_backend.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
+        group = pytest.mark.xdist_group("processes")
+        first = [item for item in items if item.path.name in PROCESS_SUITES]
+        for item in first:
+            item.add_marker(group)
+        items[:] = first + [item for item in items if item.path.name not in PROCESS_SUITES]
     if not (MPI or DASK):
         return
     here = Path(__file__).resolve().parent
