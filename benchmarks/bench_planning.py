@@ -34,6 +34,7 @@ import dapx
 from dapx import Distribution
 from dapx.exchange import execute as execute_module
 from dapx.exchange import halo as halo_module
+from dapx.exchange import halo_segments
 from dapx.exchange import plans as plans_module
 
 PER_RANK = 1000
@@ -49,10 +50,12 @@ def clear_caches() -> None:
         execute_module._all_flat,
         halo_module.halo_plan,
         halo_module._cached_plan,
-        halo_module._rank_pieces,
-        halo_module._dim_segments,
-        halo_module._copiers,
+        halo_module._class_pieces,
+        halo_segments.dim_class,
+        halo_segments.dim_segments,
+        halo_segments.copiers,
         halo_module._copies_across,
+        halo_module._no_counts,
     ):
         f.cache_clear()
 

@@ -7,15 +7,21 @@ and each rank's buffer must equal its slice of it.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import threading
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dapx
 from dapx import BlockMap, DAPError, Distribution
+from dapx.exchange import halo_segments
 from dapx.exchange.halo import boundary_kinds, halo_plan, interior_distribution
+
+from ._strategies import SETTINGS, block_maps
 
 #: dask's boundary vocabulary (dapx's) -> numpy.pad's mode; numbers are "constant", "none"
 #: leaves the ghost cells as they are. The oracle reads boundaries with this table only.
@@ -324,6 +330,85 @@ def test_simulated_backend_copies_directly_and_plans_are_cached(backend):
         assert not plan.exchange
     # 4 neighbours and 4 corners at most per rank, one piece each.
     assert len(plan.copies) + sum(len(v) for v in plan.recvs.values()) <= 8 * backend.nranks
+
+
+# -- plans at many ranks: shared pieces, arithmetic segments ----------------------------------
+
+
+@st.composite
+def _halo_block_maps(draw):
+    """Block maps of 1 to 12 grid ranks, with DAP padding or (when it can be read as one) a halo."""
+    m = draw(block_maps(nprocs=draw(st.integers(1, 12))))
+    if m.is_padded and draw(st.booleans()):
+        with contextlib.suppress(DAPError):  # the boundary padding cannot be read as a halo
+            m = m.as_halo()
+    return m
+
+
+def _scanned_owners(m, c, kind):
+    segments = halo_segments._scanned_segments(m, c, kind)
+    return {r.owner for s in segments for r in s.runs if not r.identity} | {c}
+
+
+@SETTINGS
+@given(_halo_block_maps(), st.sampled_from(["none", "constant", "reflect", "nearest", "periodic"]))
+def test_block_segments_by_arithmetic_and_grouped_classes_equal_the_scanned_ones(m, kind):
+    if m.periodic:
+        kind = "periodic"
+    coords = list(range(m.nprocs))
+    try:
+        scanned = {c: halo_segments._scanned_segments(m, c, kind) for c in coords}
+    except ValueError:  # a boundary that needs data on an empty dimension
+        assert m.size == 0
+        return
+    for c in coords:
+        inner = halo_segments._inner_block_segments(m, c)
+        if inner is not None:
+            assert inner == scanned[c]  # slices only: no array to compare elementwise
+            assert halo_segments.DimClass(inner) == halo_segments.DimClass(scanned[c])
+        assert halo_segments.owners(m, c, kind) == _scanned_owners(m, c, kind)
+    # Grouped by geometry (from 8 coordinates) or one by one: the classes of the segments.
+    grouped = halo_segments._coordinate_classes(m, kind, coords)
+    for c in coords:
+        relative = tuple(
+            s._replace(runs=tuple(r._replace(owner=r.owner - c) for r in s.runs))
+            for s in scanned[c]
+        )
+        assert grouped[c] == halo_segments.DimClass(relative), c
+
+
+@pytest.mark.parametrize(
+    ("shape", "grid", "dist"),
+    [
+        ((45, 70), (8, 8), None),
+        ((64 * 3 + 5,), (64,), None),
+        ((130, 9), (64, 1), None),
+        ((40, 33), (4, 16), ({"dist": "b", "bounds": [0, 9, 10, 12, 40]}, "b")),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("boundary", ["none", "reflect", "nearest", "periodic", 2.5], ids=str)
+def test_update_halos_at_64_ranks_matches_np_pad_and_single_rank_plans(shape, grid, dist, boundary):
+    # Many coordinates per dimension: classes are grouped, pieces shared between ranks.
+    backend = dapx.simulated(grid=grid)
+    x = _data(shape, seed=7)
+    for periodic in (False, True):
+        a = dapx.empty(shape, dist=dist, grid=grid, halo=1, periodic=periodic, backend=backend)
+        _check_update(a, x, [(1, 1)] * len(shape), boundary)
+        kinds = boundary_kinds(boundary, a.distribution)[0]
+        whole = halo_plan(a.distribution, kinds, backend.local_ranks)
+        assert not whole.exchange and not any(whole.recvs.values())
+        copied = {d: [] for d in backend.local_ranks}
+        for s, d, _, key in whole.copies:
+            copied[d].append((s, a.local(d)[key].size))
+        # Each rank's own plan (what one MPI rank builds) receives the same from the same ranks.
+        for d in backend.local_ranks:
+            alone = halo_plan(a.distribution, kinds, (d,))
+            assert alone.fills[d] == whole.fills[d]
+            mine = [(s, a.local(d)[key].size) for s, _, _, key in alone.copies]
+            mine += [(s, n) for s, _, _, n, _ in alone.recvs[d]]
+            assert sorted(mine) == sorted(copied[d]), d
+            assert alone.recvcounts[d].sum() == sum(n for s, n in mine if s != d)
 
 
 # -- errors --------------------------------------------------------------------------------------

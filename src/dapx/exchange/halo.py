@@ -17,7 +17,12 @@ those segments gives faces, edges and corners at once; each product is cut
 into pieces by the owning rank of the sources, and all pieces travel in one
 ``Backend.alltoallv(..., sparse=True)``. Pieces whose source is a rank of
 this process are copied directly, with basic slicing wherever the indices
-allow it.
+allow it. Coordinates whose buffers copy alike (those of equal blocks away
+from the domain edges) share one segment *class*, owners taken relative to
+the coordinate, and the ranks of one combination of classes share one piece
+list, shifted by their rank: a process holding every rank of a large grid
+builds a handful of piece lists, not one per rank. The per-dimension part
+(segments, classes, owners of ghost cells) is `dapx.exchange.halo_segments`.
 
 Boundary conditions are spelled as in dask's ``map_overlap``:
 
@@ -69,17 +74,23 @@ import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from itertools import pairwise, product
+from itertools import product
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..layout.distribution import Distribution
 from ..layout.grid import Cartesian
-from ..layout.maps import BlockMap, Map
+from ..layout.maps import BlockMap
 from ..layout.spec import by_axis
 from .execute import execute
-from .plans import as_index_array, simplify_index
+from .halo_segments import DimClass as _DimClass
+from .halo_segments import classes as _classes
+from .halo_segments import copiers as _copiers
+from .halo_segments import owners as _owners
+from .plans import as_index_array
+
+# `halo_segments`' public names go by private ones here: internals of the plan.
 
 __all__ = [
     "HaloPlan",
@@ -171,105 +182,7 @@ def boundary_kinds(boundary, dist: Distribution) -> tuple[tuple[str, ...], tuple
     return tuple(kinds), tuple(values)
 
 
-def _sources(g: np.ndarray, n: int, kind: str) -> np.ndarray:
-    """Source index of each global index `g` (in or outside ``0..n-1``) under `kind`.
-
-    Outside the domain: -1 for "none" (the cell keeps its value), -2 for
-    "constant"; else as `numpy.pad` maps it ("periodic" = wrap, "reflect" =
-    symmetric, "nearest" = edge).
-    """
-    inside = (g >= 0) & (g < n)
-    if inside.all():
-        return g
-    if kind == "none":
-        return np.where(inside, g, -1)
-    if kind == "constant":
-        return np.where(inside, g, -2)
-    if n == 0:
-        raise ValueError(f"boundary {kind!r} needs data, but the dimension is empty")
-    if kind == "periodic":
-        return np.remainder(g, n)
-    if kind == "nearest":
-        return np.clip(g, 0, n - 1)
-    folded = np.remainder(g, 2 * n)  # "reflect": numpy.pad's symmetric mode, period 2n
-    return np.where(folded < n, folded, 2 * n - 1 - folded)
-
-
-# -- the per-dimension plan ---------------------------------------------------------------------
-
-
-class _Run(NamedTuple):
-    """Consecutive buffer positions whose sources one grid coordinate owns."""
-
-    owner: int  # grid coordinate along the dimension
-    src: slice | np.ndarray  # positions in the owner's buffer
-    dst: slice  # positions in this buffer
-    count: int
-    identity: bool  # the owner is this coordinate and src == dst (nothing to copy)
-
-
-class _Segment(NamedTuple):
-    """A run of buffer positions of one kind: data (with runs) or constant."""
-
-    kind: str  # "data" or "constant"
-    dst: slice
-    runs: tuple[_Run, ...]
-
-
-def _split_runs(values: np.ndarray) -> list[tuple[int, int]]:
-    """(start, stop) of the maximal runs of equal values."""
-    if values.size == 0:
-        return []
-    cuts = np.flatnonzero(np.diff(values)) + 1
-    edges = [0, *cuts.tolist(), values.size]
-    return list(pairwise(edges))
-
-
-@functools.lru_cache(maxsize=4096)
-def _dim_segments(m: Map, c: int, kind: str) -> tuple[_Segment, ...]:
-    """The buffer of grid coordinate `c` of `m`, cut into segments with their sources."""
-    n = m.local_length(c)
-    if isinstance(m, BlockMap):
-        g = np.arange(m.start(c), m.stop(c), dtype=np.intp)  # unwrapped, may leave 0..size-1
-    else:
-        g = m.global_indices(c)
-    src = _sources(g, m.size, kind)
-    # A ghost cell left alone ("none") is its own source: it belongs to the rank at that
-    # edge, from which the ghost cells of other ranks beyond it (corners) copy.
-    left = src == -1
-    cls = np.where(src == -2, 1, 0)  # 0 data, 1 constant
-    segments = []
-    for a, b in _split_runs(cls):
-        if cls[a] == 1:
-            segments.append(_Segment("constant", slice(a, b), ()))
-            continue
-        inside = ~left[a:b]
-        owners = np.empty(b - a, np.intp)
-        local = np.empty(b - a, np.intp)
-        if inside.any():
-            owners[inside], local[inside] = m.owner(src[a:b][inside])
-        if not inside.all():
-            edge = np.where(g[a:b][~inside] < 0, 0, m.nprocs - 1)
-            starts = np.array([m.start(0), m.start(m.nprocs - 1)], np.intp)
-            owners[~inside] = edge
-            local[~inside] = g[a:b][~inside] - starts[np.sign(edge)]
-        # Split where the owner changes and where a rank's own interior starts or ends.
-        identity = (owners == c) & (local == np.arange(a, b))
-        runs = []
-        for i, j in _split_runs(owners * 2 + identity):
-            runs.append(
-                _Run(
-                    int(owners[i]),
-                    simplify_index(local[i:j]),
-                    slice(a + i, a + j),
-                    j - i,
-                    bool(identity[i]),
-                )
-            )
-        segments.append(_Segment("data", slice(a, b), tuple(runs)))
-    if not segments and n:
-        raise AssertionError("unreachable: a non-empty buffer has segments")
-    return tuple(segments)
+# -- pieces: products of the per-dimension segments (`dapx.exchange.halo_segments`) -----------
 
 
 def _key(parts: Sequence) -> tuple:
@@ -279,27 +192,33 @@ def _key(parts: Sequence) -> tuple:
 
 
 class _Piece(NamedTuple):
-    src_rank: int
+    """A region a rank receives: from the rank `offset` ranks after it (row-major)."""
+
+    offset: int
     src_key: tuple
     dst_key: tuple
     shape: tuple[int, ...]
+    count: int
+
+
+def _strides(dist: Distribution) -> tuple[int, ...]:
+    """Row-major strides of the process grid: neighbours' ranks by arithmetic."""
+    shape = dist.grid.shape
+    return tuple(math.prod(shape[k + 1 :]) for k in range(len(shape)))
 
 
 @functools.lru_cache(maxsize=1024)
-def _rank_pieces(dist: Distribution, kinds: tuple[str, ...], rank: int):
-    """Everything `rank` receives, in canonical order, and the regions it fills locally.
+def _class_pieces(strides: tuple[int, ...], classes: tuple[_DimClass, ...]):
+    """Everything a rank of these dimension classes receives, in canonical order, and its fills.
 
     Returns (pieces, fills): `_Piece` s from every source rank (self included,
-    identity copies left out), and ``(dst_key, axis)`` for constant regions,
-    `axis` being the dimension whose constant applies (the last one, as in
-    `numpy.pad`, which pads the axes in order).
+    identity copies left out), the source given by its rank offset, and
+    ``(dst_key, axis)`` for constant regions, `axis` being the dimension whose
+    constant applies (the last one, as in `numpy.pad`, which pads the axes in
+    order). Every rank of the same classes receives the same pieces, shifted.
     """
-    coords = dist.coords(rank)
-    per_dim = [_dim_segments(m, c, kind) for m, c, kind in zip(dist.maps, coords, kinds)]
-    # Row-major strides of the grid: ranks of neighbours by arithmetic, not validated calls.
-    strides = np.cumprod((1, *dist.grid.shape[:0:-1]))[::-1].tolist() if dist.ndim else []
     pieces, fills = [], []
-    for combo in product(*per_dim):
+    for combo in product(*(c.segments for c in classes)):
         if any(s.kind == "constant" for s in combo):
             axis = max(k for k, s in enumerate(combo) if s.kind == "constant")
             if all(s.dst.stop > s.dst.start for s in combo):
@@ -309,40 +228,14 @@ def _rank_pieces(dist: Distribution, kinds: tuple[str, ...], rank: int):
             if all(r.identity for r in runs):
                 continue
             shape = tuple(r.count for r in runs)
-            if not math.prod(shape):
+            n = math.prod(shape)
+            if not n:
                 continue
-            src_rank = sum(r.owner * k for r, k in zip(runs, strides))
+            offset = sum(r.owner * k for r, k in zip(runs, strides))
             pieces.append(
-                _Piece(src_rank, _key([r.src for r in runs]), tuple(r.dst for r in runs), shape)
+                _Piece(offset, _key([r.src for r in runs]), tuple(r.dst for r in runs), shape, n)
             )
     return tuple(pieces), tuple(fills)
-
-
-def _owners(m: Map, c: int, kind: str) -> set[int]:
-    """The grid coordinates the buffer of coordinate `c` of `m` copies from (`c` included)."""
-    return {r.owner for s in _dim_segments(m, c, kind) for r in s.runs if not r.identity} | {c}
-
-
-@functools.lru_cache(maxsize=4096)
-def _copiers(m: Map, c: int, kind: str) -> tuple[int, ...]:
-    """The grid coordinates of `m` whose buffers copy from coordinate `c` (`c` included), sorted.
-
-    A block map's ghost cells between ranks are no wider than the neighbour's
-    block, so they copy from the next coordinates only; the ghost cells at a
-    domain edge (boundary conditions) belong to the two edge coordinates. So
-    only ``c - 1``, ``c + 1`` (wrapped when periodic) and the edges need
-    checking: O(1) in the number of ranks. Other maps (shared unstructured
-    indices) may copy from anywhere, and are scanned.
-    """
-    P = m.nprocs
-    if isinstance(m, BlockMap):
-        near = {c - 1, c, c + 1, 0, P - 1}
-        if m.periodic:
-            near = {d % P for d in near}
-        candidates = sorted(d for d in near if 0 <= d < P)
-    else:
-        candidates = range(P)
-    return tuple(d for d in candidates if c in _owners(m, d, kind))
 
 
 class HaloPlan:
@@ -356,7 +249,8 @@ class HaloPlan:
     count, shape)`` into what `d` receives from that rank; ``fills[d]`` the
     constant regions. ``exchange`` says whether any rank receives from a
     rank of another process, i.e. whether the all-to-all must run;
-    ``topology`` is the process grid it follows (a `Cartesian`).
+    ``topology`` is the process grid it follows (a `Cartesian`). Ranks that
+    send or receive nothing share one read-only array of zero counts.
     """
 
     __slots__ = (
@@ -389,52 +283,80 @@ class HaloPlan:
         return buf
 
 
+@functools.lru_cache(maxsize=8)
+def _no_counts(nranks: int) -> np.ndarray:
+    """Zero counts for every rank (read-only, shared by the ranks that send or receive nothing)."""
+    none = np.zeros(nranks, np.intp)
+    none.flags.writeable = False
+    return none
+
+
 @functools.lru_cache(maxsize=256)
 def halo_plan(dist: Distribution, kinds: tuple[str, ...], local_ranks: tuple[int, ...]):
-    """The cached `HaloPlan` of `local_ranks` for `dist` under boundary `kinds`."""
+    """The cached `HaloPlan` of `local_ranks` for `dist` under boundary `kinds`.
+
+    The pieces are built once per combination of dimension classes
+    (`_class_pieces`), so a process holding every rank of a large grid (the
+    simulated backend) builds a handful of piece lists and shifts them, and
+    one rank (MPI) builds its own and its neighbours': O(1) in the number of
+    ranks either way, plus the copies themselves.
+    """
     nranks = dist.nranks
     local = set(local_ranks)
+    everything = len(local) == nranks  # then every piece is a local copy
+    strides = _strides(dist)
+    none = _no_counts(nranks)
     copies, recvs, recvcounts, fills = [], {}, {}, {}
-    for d in local_ranks:
-        pieces, fills[d] = _rank_pieces(dist, kinds, d)
-        remote = sorted((p for p in pieces if p.src_rank not in local), key=lambda p: p.src_rank)
-        copies.extend((p.src_rank, d, p.src_key, p.dst_key) for p in pieces if p.src_rank in local)
+    for d, classes in zip(local_ranks, _classes(dist, kinds, local_ranks)):
+        pieces, fills[d] = _class_pieces(strides, classes)
+        recvs[d], recvcounts[d] = (), none
+        if everything:
+            copies.extend([(d + p.offset, d, p.src_key, p.dst_key) for p in pieces])
+            continue
+        remote = []
+        for p in pieces:
+            s = d + p.offset
+            if s in local:
+                copies.append((s, d, p.src_key, p.dst_key))
+            else:
+                remote.append((s, p))
+        if not remote:
+            continue
+        remote.sort(key=lambda sp: sp[0])  # rank order; stable within a source
         counts = np.zeros(nranks, np.intp)
         items, offsets = [], {}
-        for p in remote:
-            n = math.prod(p.shape)
-            offset = offsets.get(p.src_rank, 0)
-            items.append((p.src_rank, p.dst_key, offset, n, p.shape))
-            offsets[p.src_rank] = offset + n
-            counts[p.src_rank] += n
+        for s, p in remote:
+            offset = offsets.get(s, 0)
+            items.append((s, p.dst_key, offset, p.count, p.shape))
+            offsets[s] = offset + p.count
+            counts[s] += p.count
         recvs[d], recvcounts[d] = tuple(items), counts
     # Senders: the ranks that may copy from each local rank, found dimension by dimension
     # among the grid neighbours (never a scan of every rank).
-    sends = {}
-    for s in local_ranks:
+    sends = dict.fromkeys(local_ranks, (none, ()))
+    for s in () if everything else local_ranks:
         cs = dist.coords(s)
         candidates = [_copiers(m, c, kind) for m, c, kind in zip(dist.maps, cs, kinds)]
-        counts = np.zeros(nranks, np.intp)
-        items, offset = [], 0
-        for dc in product(*candidates):
-            d = dist.grid.rank(dc) if dist.ndim else 0
-            if d in local:
-                continue
-            for p in _rank_pieces(dist, kinds, d)[0]:
-                if p.src_rank == s:
-                    n = math.prod(p.shape)
-                    items.append((d, p.src_key, offset, n, p.shape))
-                    counts[d] += n
-                    offset += n
+        copiers = [sum(c * k for c, k in zip(dc, strides)) for dc in product(*candidates)]
+        copiers = [d for d in copiers if d not in local]
+        items = []
+        for d, classes in zip(copiers, _classes(dist, kinds, copiers)):
+            for p in _class_pieces(strides, classes)[0]:
+                if d + p.offset == s:
+                    items.append((d, p.src_key, p.count, p.shape))
+        if not items:
+            continue
         items.sort(key=lambda it: it[0])  # rank order; stable within a destination
+        counts = np.zeros(nranks, np.intp)
         offset, packed = 0, []
-        for _, key, _, n, shape in items:
+        for d, key, n, shape in items:
             packed.append((key, offset, n, shape))
+            counts[d] += n
             offset += n
         sends[s] = (counts, tuple(packed))
     # Whether any rank copies from another coordinate. Every rank of a process computes the
     # same answer; with every rank local nothing crosses processes and no exchange runs.
-    exchange = len(local) < nranks and _copies_across(dist, kinds)
+    exchange = not everything and _copies_across(dist, kinds)
     periods = tuple(bool(getattr(m, "periodic", False)) for m in dist.maps)
     topology = Cartesian(tuple(dist.grid.shape), periods)
     return HaloPlan(tuple(copies), sends, recvs, recvcounts, fills, exchange, topology)
