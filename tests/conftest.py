@@ -64,10 +64,11 @@ def backend(dapx_backend):
     return dapx_backend
 
 
-#: Test files whose tests start their own processes (mpiexec jobs, dask clusters): with
-#: pytest-xdist (the README's ``-n 2``) they run one after another on one worker, first, while
-#: the other worker takes the in-process tests, so no two of them compete for the cores.
-PROCESS_SUITES = ("test_mpi.py", "test_dask_backend.py")
+#: Test files whose tests start their own processes (the docs build, mpiexec jobs, dask
+#: clusters): with pytest-xdist (the README's ``-n 2``) they run one after another on one
+#: worker, first, while the other worker takes the in-process tests, so no two of them compete
+#: for the cores.
+PROCESS_SUITES = ("test_docs.py", "test_mpi.py", "test_dask_backend.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

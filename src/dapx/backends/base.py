@@ -60,6 +60,7 @@ class Backend(ABC):
     `local_ranks` itself, the same on every backend.
     """
 
+    #: The backend's name: ``"simulated"``, ``"mpi"`` or ``"dask"``.
     name: str = "abstract"
 
     @property
@@ -191,6 +192,7 @@ class Backend(ABC):
         return None
 
     def is_local(self, rank: int) -> bool:
+        """Whether `rank` is one of this process's ranks (`local_ranks`)."""
         return rank in self.local_ranks
 
     def __repr__(self) -> str:

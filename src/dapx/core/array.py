@@ -76,30 +76,37 @@ class DistributedArray(ArrayMethods, NDArrayOperatorsMixin):
 
     @property
     def backend(self) -> Backend:
+        """The backend whose ranks hold the blocks (also `device`)."""
         return self._backend
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The global shape, the same on every process."""
         return self._dist.global_shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The data type of the elements, the same in every block."""
         return self._dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return self._dist.ndim
 
     @property
     def size(self) -> int:
+        """The number of elements of the whole (global) array."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the whole (global) array's elements, all ranks together."""
         return self.size * self._dtype.itemsize
 
     @property
     def itemsize(self) -> int:
+        """Bytes of one element."""
         return self._dtype.itemsize
 
     @property

@@ -258,28 +258,34 @@ class Distribution:
     # -- attributes --------------------------------------------------------------
     @property
     def maps(self) -> tuple[Map, ...]:
+        """The 1-D map of each array dimension."""
         return self._maps
 
     @property
     def grid(self) -> ProcessGrid:
+        """The process grid the maps are laid over."""
         return self._grid
 
     @property
     def global_shape(self) -> tuple[int, ...]:
+        """The shape of the whole array (also `shape`)."""
         return self._shape
 
     shape = global_shape
 
     @property
     def ndim(self) -> int:
+        """The number of array dimensions."""
         return len(self._maps)
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
+        """The number of ranks along each dimension of the process grid."""
         return self._grid.shape
 
     @property
     def nranks(self) -> int:
+        """The number of ranks of the process grid."""
         return self._grid.nranks
 
     @property
@@ -294,6 +300,7 @@ class Distribution:
 
     @property
     def dist_types(self) -> tuple[str, ...]:
+        """The distribution type of each dimension: ``"b"``, ``"c"`` or ``"u"``."""
         return tuple(m.dist_type for m in self._maps)
 
     # -- per-rank questions ----------------------------------------------------------

@@ -62,6 +62,7 @@ class ProcessGrid:
 
     @property
     def ndim(self) -> int:
+        """The number of grid dimensions."""
         return len(self._shape)
 
     @property

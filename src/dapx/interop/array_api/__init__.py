@@ -7,9 +7,9 @@ functions make DistributedArrays on the current backend. The "device" of an
 array is its backend: ``x.device``, ``device=`` and ``to_device`` speak of
 backends. ``linalg`` and ``fft`` are the extensions.
 
-# Note: where the standard leaves an order unspecified (``unique_values``),
-# dapx returns it sorted; ``__dlpack__`` of a distributed array raises
-# BufferError (export one block with ``a.local(rank)``).
+Where the standard leaves an order unspecified (``unique_values``), dapx
+returns it sorted; ``__dlpack__`` of a distributed array raises BufferError
+(export one block with ``a.local(rank)``).
 """
 
 from __future__ import annotations

@@ -235,6 +235,7 @@ class DataArrayAccessor(_Accessor):
 
     @property
     def backend(self) -> Backend:
+        """The backend of the DistributedArray inside (raises if the data is not distributed)."""
         return array_of(self._obj).backend
 
     @property

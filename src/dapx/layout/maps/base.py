@@ -50,6 +50,7 @@ class Map(ABC):
     """Layout of one dimension of `size` indices over `nprocs` grid ranks."""
 
     __slots__ = ("_hash", "_nprocs", "_size")
+    #: The DAP ``dist_type`` of this map: ``"b"``, ``"c"`` or ``"u"``.
     dist_type: str
 
     def __init__(self, size: int, nprocs: int):

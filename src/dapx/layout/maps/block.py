@@ -75,6 +75,7 @@ class BlockMap(Map):
     """
 
     __slots__ = ("_bounds", "_ghost_edges", "_padding", "_periodic")
+    #: The DAP ``dist_type`` of a block map.
     dist_type = "b"
 
     def __init__(
@@ -172,6 +173,7 @@ class BlockMap(Map):
 
     @property
     def periodic(self) -> bool:
+        """Whether the dimension wraps around (the last block's neighbour is the first)."""
         return self._periodic
 
     @property
@@ -187,6 +189,7 @@ class BlockMap(Map):
 
     @property
     def is_padded(self) -> bool:
+        """Whether any rank's block is padded (a halo or DAP padding)."""
         return bool(self._padding.any())
 
     def is_comm_padding(self, grid_rank: int) -> tuple[bool, bool]:

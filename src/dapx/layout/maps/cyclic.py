@@ -29,6 +29,7 @@ class CyclicMap(Map):
     """
 
     __slots__ = ("_block_size",)
+    #: The DAP ``dist_type`` of a cyclic or block-cyclic map.
     dist_type = "c"
 
     def __init__(self, size: int, nprocs: int, block_size: int = 1):
@@ -40,6 +41,7 @@ class CyclicMap(Map):
 
     @property
     def block_size(self) -> int:
+        """The number of consecutive elements dealt to a rank at a time (1: cyclic)."""
         return self._block_size
 
     @property

@@ -39,6 +39,7 @@ class UnstructuredMap(Map):
     """
 
     __slots__ = ("_indices", "_normalized", "_one_to_one", "_owner_local", "_owner_rank")
+    #: The DAP ``dist_type`` of an unstructured map.
     dist_type = "u"
 
     def __init__(self, size: int, indices: Sequence, one_to_one: bool | None = None):
@@ -107,6 +108,7 @@ class UnstructuredMap(Map):
 
     @property
     def one_to_one(self) -> bool:
+        """Whether every element has exactly one owner."""
         return self._one_to_one
 
     def indices(self, grid_rank: int) -> np.ndarray:
