@@ -95,10 +95,10 @@ def test_square_matrix_functions(backend, kind, shape, dtype):
     for upper in (False, True):
         with factorized(s):
             assert_eq(la.cholesky(s, upper=upper), la.cholesky(spd, upper=upper), rtol=RTOL)
-    with whole(s):
+    with factorized(s):  # a single matrix: block Jacobi (tests/test_eigen.py)
         w, v = la.eigh(s)
     assert_eq(w, la.eigh(spd).eigenvalues, rtol=RTOL)
-    with whole(s):
+    with factorized(s):
         assert_eq(la.eigvalsh(s, "U"), la.eigvalsh(spd, "U"), rtol=RTOL)
     # Eigenvectors are unique up to a phase: check the decomposition instead.
     assert_eq(np.matmul(s, v), np.matmul(spd, v.gather()), rtol=1e-8)

@@ -16,11 +16,13 @@ functions that the adjoint leaves unchanged (`svd`, `svdvals`, `pinv`,
 A single non-empty square matrix goes through the blocked right-looking
 factorizations on a 2-D block-cyclic grid: `cholesky`
 (`dapx.functions.factorizations`), `solve`, `inv`, `det` and `slogdet` (LU
-with partial pivoting, `dapx.functions.lu`); nothing is made whole.
+with partial pivoting, `dapx.functions.lu`); `eigh` and `eigvalsh` through
+parallel block Jacobi on column blocks (`dapx.functions.eigen`); nothing is
+made whole.
 
-Everything else (stacks of matrices, `eig*` including `eigh`/`eigvalsh` of a
-single matrix, `qr` with ``mode='complete'`` or ``'raw'`` and `svd` with
-``full_matrices=True`` of a non-square matrix, which need an ``m x m`` factor
+Everything else (stacks of matrices, `eig` and `eigvals`, `qr` with
+``mode='complete'`` or ``'raw'`` and `svd` with ``full_matrices=True`` of a
+non-square matrix, which need an ``m x m`` factor
 or LAPACK's Householder form, `hermitian=True`) makes each matrix whole on
 one rank with the batch axes spread over the ranks
 (`dapx.functions.whole_core.on_whole_core`); a single matrix is made whole on
@@ -34,8 +36,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.array import DistributedArray
 from ..core.dispatch import implements
+from . import eigen, lu
 from . import factorizations as fz
-from . import lu
 from . import tall_skinny as ts
 from .linalg import matmul
 from .linalg_products import check_square
@@ -225,8 +227,10 @@ def eig(a):
 
 @implements(la.eigh)
 def eigh(a, UPLO="L"):
-    """`numpy.linalg.eigh` of each matrix."""
+    """`numpy.linalg.eigh` of each matrix; a single one by parallel block Jacobi."""
     check_square(a, "eigh")
+    if fz.qualifies(a):  # one matrix: block Jacobi on column blocks (nothing made whole)
+        return type(la.eigh(np.eye(1)))(*eigen.eigh(a, UPLO))
     w, v = on_whole_core(lambda b: tuple(la.eigh(b, UPLO)), [a], [2], "np.linalg.eigh", LinAlgError)
     return type(la.eigh(np.eye(1)))(w, v)
 
@@ -240,8 +244,10 @@ def eigvals(a):
 
 @implements(la.eigvalsh)
 def eigvalsh(a, UPLO="L"):
-    """`numpy.linalg.eigvalsh` of each matrix."""
+    """`numpy.linalg.eigvalsh` of each matrix; a single one by parallel block Jacobi."""
     check_square(a, "eigvalsh")
+    if fz.qualifies(a):
+        return eigen.eigvalsh(a, UPLO)
     return _one(la.eigvalsh, a, 2, "np.linalg.eigvalsh", UPLO)
 
 

@@ -1,0 +1,286 @@
+"""`eigh` and `eigvalsh` of one distributed matrix by block Jacobi (`dapx.functions.eigen`).
+
+Tolerances follow the perturbation theory of Hermitian matrices (Golub and
+Van Loan 8.1; Parlett, *The Symmetric Eigenvalue Problem*, 11): a backward
+stable method has eigenvalue errors of ``c n eps ||A||_2`` (Weyl) and
+residuals ``||A V - V diag(w)||`` of the same size, and the invariant
+subspace of a group of eigenvalues separated from the others by ``gap``
+moves by ``c n eps ||A||_2 / gap`` (Davis-Kahan). So eigenvectors are
+compared with NumPy's through the orthogonal projectors of their groups
+(unique, unlike the vectors: signs, phases, bases of repeated eigenvalues),
+and ``eps`` is the result dtype's where the results are cast to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dapx
+from dapx.functions import eigen
+from dapx.testing import layout
+
+la = np.linalg
+DTYPES = (np.float64, np.float32, np.complex128)
+EPS = float(np.finfo(np.float64).eps)
+
+
+def hermitian(n: int, dtype=np.float64, values=None, seed: int = 0) -> np.ndarray:
+    """A Hermitian matrix with eigenvalues `values` (default: standard normal ones)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal((n, n))
+    q = la.qr(x)[0]
+    values = rng.standard_normal(n) if values is None else np.asarray(values, float)
+    h = (q * values) @ q.conj().T
+    return ((h + h.conj().T) / 2).astype(dtype)
+
+
+def bound(a: np.ndarray, dtype) -> float:
+    """``c n eps ||A||_2`` in double precision, plus the rounding of a cast to `dtype`."""
+    n, norm = a.shape[0], float(la.norm(a.astype(np.complex128), 2))
+    cast = max(float(np.finfo(np.dtype(dtype)).eps) - EPS, 0.0)  # single precision results
+    return (8 * max(n, 4) * EPS + 4 * np.sqrt(n) * cast) * norm + np.finfo(float).tiny
+
+
+def read(x: np.ndarray, uplo: str = "L") -> np.ndarray:
+    """The Hermitian matrix LAPACK reads from the triangle `uplo` (the diagonal's real part)."""
+    tri = np.tril(x, -1) if uplo == "L" else np.triu(x, 1)
+    return tri + tri.conj().T + np.diag(x.diagonal().real)
+
+
+def check(x: np.ndarray, w, v, uplo: str = "L", dtype=None) -> None:
+    """Eigenvalues, residual, orthogonality and eigenspaces of `x` (read by `uplo`) vs NumPy."""
+    dtype = np.dtype(dtype or x.dtype)
+    expected_w, expected_v = la.eigh(x, uplo)
+    got_w = w.gather()
+    assert got_w.dtype == expected_w.dtype and got_w.shape == expected_w.shape
+    a = read(x, uplo).astype(np.complex128)
+    tol = bound(a, dtype)
+    assert np.all(np.diff(got_w) >= 0)
+    assert np.abs(got_w - expected_w).max() <= tol
+    if v is None:
+        return
+    got_v = v.gather()
+    assert got_v.dtype == expected_v.dtype
+    g = got_v.astype(np.complex128)
+    n = len(got_w)
+    assert la.norm(a @ g - g * got_w, 2) <= 2 * tol
+    assert la.norm(g.conj().T @ g - np.eye(n), 2) <= 8 * n * float(np.finfo(dtype).eps)
+    # Eigenspaces: groups of eigenvalues closer than a relative 1e-6; each group's projector.
+    scale = max(float(la.norm(a, 2)), 1e-300)
+    cuts = np.flatnonzero(np.diff(expected_w) > 1e-6 * scale) + 1
+    for group in np.split(np.arange(n), cuts):
+        others = np.setdiff1d(np.arange(n), group)
+        gap = (
+            np.abs(expected_w[others][:, None] - expected_w[group][None, :]).min()
+            if len(others)
+            else scale
+        )
+        p_got = g[:, group] @ g[:, group].conj().T
+        p_exp = expected_v[:, group] @ expected_v[:, group].conj().T
+        assert la.norm(p_got - p_exp, 2) <= 4 * tol / gap + 1e-12
+
+
+def dist(x, backend, kind="b"):
+    return dapx.asarray(x, backend=backend, **layout(kind, x.shape, backend.nranks))
+
+
+# -- against NumPy ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(("n", "nb"), [(1, None), (2, None), (7, None), (29, 4), (37, 3), (20, 20)])
+def test_eigh_matches_numpy(backend, dtype, n, nb):
+    x = hermitian(n, dtype, seed=n)
+    a = dist(x, backend)
+    w, v = eigen.eigh(a, block_size=nb)
+    check(x, w, v)
+    check(x, eigen.eigvalsh(a, block_size=nb), None)
+    assert v.distribution == a.distribution  # the eigenvectors keep the input's layout
+
+
+@pytest.mark.parametrize("kind", ["b-irregular", "c", "c2", "u"])
+def test_every_layout(backend, kind):
+    x = hermitian(23, np.complex128, seed=3)
+    a = dist(x, backend, kind)
+    w, v = eigen.eigh(a, block_size=3)
+    check(x, w, v)
+    assert v.distribution == a.distribution
+
+
+@pytest.mark.parametrize("uplo", ["L", "U", "l", "u"])
+def test_only_the_triangle_uplo_names_is_read(backend, uplo):
+    x = hermitian(19, np.complex128, seed=5)
+    x[np.diag_indices(19)] += 1j  # LAPACK ignores the diagonal's imaginary parts
+    garbage = np.triu(np.full((19, 19), np.nan), 1)
+    x = x + (garbage if uplo.upper() == "L" else garbage.T)  # NaN in the triangle not read
+    a = dist(x, backend)
+    w, v = eigen.eigh(a, uplo, block_size=3)
+    check(x, w, v, uplo.upper())
+    check(x, la.eigvalsh(a, uplo), None, uplo.upper())
+
+
+SPECTRA = {
+    "identity": np.ones(30),
+    "zero": np.zeros(30),
+    "repeated": np.repeat([-2.0, 0.0, 1.0, 3.0], [9, 6, 10, 5]),
+    "cluster": np.r_[np.ones(15), -1 + 1e-8 * np.arange(15)],
+    "indefinite": np.linspace(-5, 5, 30),
+    "ill-conditioned": np.logspace(0, -14, 30),
+    "graded": np.logspace(10, -10, 30) * np.tile([1, -1], 15),
+    "rank-one": np.r_[-7.0, np.zeros(29)],
+}
+
+
+@pytest.mark.parametrize("spectrum", SPECTRA, ids=str)
+def test_hard_spectra(backend, spectrum):
+    x = hermitian(30, values=SPECTRA[spectrum], seed=11)
+    if spectrum == "identity":
+        x = np.eye(30)
+    w, v = eigen.eigh(dist(x, backend, "c"), block_size=4)
+    check(x, w, v)
+
+
+def test_numpy_dispatch_and_array_api(backend):
+    x = hermitian(12, seed=2)
+    a = dist(x, backend)
+    result = la.eigh(a)  # warnings are errors: no GatherWarning, nothing made whole
+    assert type(result) is type(la.eigh(x))
+    check(x, result.eigenvalues, result.eigenvectors)
+    check(x, la.eigvalsh(a, UPLO="U"), None, "U")
+    xp = a.__array_namespace__()
+    check(x, *xp.linalg.eigh(a))
+    check(x, xp.linalg.eigvalsh(a), None)
+
+
+def test_integers_and_single_precision_complex():
+    backend = dapx.simulated(3)
+    x = np.array([[2, -1, 0], [-1, 2, -1], [0, -1, 2]])
+    check(x.astype(float), *eigen.eigh(dist(x, backend)), dtype=np.float64)
+    z = hermitian(9, np.complex64, seed=1)
+    w, v = eigen.eigh(dist(z, backend), block_size=2)
+    assert w.dtype == np.float32 and v.dtype == np.complex64
+    check(z, w, v)
+
+
+def test_stacks_and_empty_matrices_keep_the_whole_path(backend):
+    x = np.stack([hermitian(4, seed=s) for s in range(3)])
+    a = dist(x, backend)
+    w, v = la.eigh(a)  # each matrix whole on one rank: no warning for a stack
+    np.testing.assert_allclose(w.gather(), la.eigh(x).eigenvalues, atol=1e-12)
+    residual = x @ v.gather() - v.gather() * w.gather()[:, None, :]
+    assert np.abs(residual).max() < 1e-12
+    empty = dapx.asarray(np.zeros((0, 0)), backend=backend)
+    assert la.eigh(empty).eigenvalues.shape == (0,)
+
+
+def test_errors_and_non_finite_input(backend, monkeypatch):
+    x = hermitian(10, seed=4)
+    a = dist(x, backend)
+    with pytest.raises(ValueError, match="UPLO"):
+        eigen.eigh(a, "X")
+    with pytest.raises(ValueError, match="block_size"):
+        eigen.eigh(a, block_size=0)
+    with pytest.raises(TypeError, match="float16"):
+        eigen.eigh(dist(x.astype(np.float16), backend))
+    bad = x.copy()
+    bad[5, 2] = np.inf
+    w, v = eigen.eigh(dist(bad, backend), block_size=2)
+    assert np.isnan(w.gather()).all() and np.isnan(v.gather()).all()
+    w, v = eigen.eigh(dist(bad, backend), "U", block_size=2)  # not in the upper triangle
+    check(bad, w, v, "U")
+    monkeypatch.setattr(eigen, "MAX_SWEEPS", 1)
+    with pytest.raises(la.LinAlgError, match="did not converge"):
+        eigen.eigh(a, block_size=2)
+
+
+def test_extreme_scales(backend):
+    x = hermitian(16, seed=6)
+    for factor in (1e300, 1e-300):
+        y = x * factor
+        w, v = eigen.eigh(dist(y, backend), block_size=3)
+        assert np.abs(w.gather() / factor - la.eigvalsh(x)).max() <= bound(x, np.float64)
+        assert np.isfinite(w.gather()).all() and (w.gather() != 0).all()
+        assert np.abs(np.abs(v.gather().T @ la.eigh(x).eigenvectors).max(axis=1) - 1).max() < 1e-9
+
+
+def test_same_bits_every_time_and_on_every_layout(backend):
+    x = hermitian(25, seed=8)
+    w1, v1 = eigen.eigh(dist(x, backend, "b"), block_size=3)
+    w2, v2 = eigen.eigh(dist(x, backend, "c"), block_size=3)
+    assert np.array_equal(w1.gather(), w2.gather())
+    assert np.array_equal(v1.gather(), v2.gather())
+
+
+# -- the schedule and the memory bound ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "nranks", "nb"), [(10, 1, 2), (10, 2, 2), (30, 3, 2), (5, 6, None)])
+def test_round_robin_meets_every_pair_once_per_sweep(n, nranks, nb):
+    t = eigen.Tournament(n, nranks, nb)
+    start = (t.top.copy(), t.bot.copy())
+    met = []
+    for _ in range(2 * t.m - 1):
+        met += [frozenset(p) for r in range(nranks) for p in t.pairs(r)]
+        moves = t.advance()
+        for direction in (1, -1):  # each rank sends and receives one block at most, each way
+            these = [(s, d) for _, s, d in moves if (d - s) * direction > 0]
+            assert all(abs(d - s) == 1 for s, d in these)
+            assert len({s for s, _ in these}) == len(these) == len({d for _, d in these})
+    assert len(met) == len(set(met)) == t.m * (2 * t.m - 1)
+    assert np.array_equal(t.top, start[0]) and np.array_equal(t.bot, start[1])
+    assert t.widths.sum() == n and t.widths.max() <= (nb or n)
+
+
+class Recorder:
+    """Wraps the backend class's collectives: the most any local rank receives in one call."""
+
+    def __init__(self, backend, monkeypatch):
+        self.largest, self.calls, self.step = 0, 0, 0
+        cls, recorder = type(backend), self
+        alltoallv, allgather = cls.alltoallv, cls.allgather
+
+        def recording_alltoallv(self, sends, recvcounts, sparse=False):
+            received = alltoallv(self, sends, recvcounts, sparse=sparse)
+            recorder.calls += bool(sparse)
+            for pieces in received.values():
+                recorder.see(sum(p.size for p in pieces.values()))
+                if sparse:  # the tournament's steps (redistributions are not sparse)
+                    recorder.step = max(recorder.step, sum(p.size for p in pieces.values()))
+            return received
+
+        def recording_allgather(self, values):
+            gathered = allgather(self, values)
+            recorder.see(sum(np.size(v) for v in gathered if isinstance(v, np.ndarray)))
+            return gathered
+
+        monkeypatch.setattr(cls, "alltoallv", recording_alltoallv)
+        monkeypatch.setattr(cls, "allgather", recording_allgather)
+
+    def see(self, size: int) -> None:
+        self.largest = max(self.largest, size)
+
+
+def test_memory_bound_one_block_per_exchange(backend, monkeypatch):
+    """A tournament step receives one block of V and W (2 n nb); the moves at the ends a share."""
+    n, nb = 60, 4
+    x = hermitian(n, seed=9)
+    cols = eigen.Tournament(n, backend.nranks, nb).column_bounds()
+    spec = {"dist": "b", "bounds": cols.tolist()}
+    a = dapx.asarray(x, backend=backend, dist=("n", spec), grid=(1, backend.nranks))
+    share = n * int(np.diff(cols).max())  # the most columns a rank holds, with all rows
+    rec = Recorder(backend, monkeypatch)
+    w, v = eigen.eigh(a, block_size=nb)
+    largest, rec.largest = rec.largest, 0
+    assert largest <= max(2 * n * nb, share, n) or backend.nranks == 1
+    assert 2 * n * nb < n * n // 4  # the bound is far from the whole matrix
+    if backend.nranks > 1:  # every tournament step: one block of V and W, nothing more
+        assert 0 < rec.step <= 2 * n * nb < share
+        assert rec.calls >= 2 * (2 * n // (2 * nb) - 1)
+    w2, v2 = eigen.eigh(dist(x, backend), block_size=nb)  # rows: the first exchanges move a share
+    rows = n * -(-n // backend.nranks)
+    assert rec.largest <= max(2 * n * nb, share, rows, n) or backend.nranks == 1
+    check(x, w, v)
+    check(x, w2, v2)
