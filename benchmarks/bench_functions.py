@@ -10,7 +10,8 @@ Targets (issue text), on 10^7 - 10^8 elements: ``np.unique``, ``np.isin``,
 of NumPy on one array (4 simulated ranks) and of a hand-written mpi4py
 version (``mpiexec -n 2``), printed beside dask.array.
 
-Data: int64 uniform in [0, 10^6) for unique, isin (against 1,000 test values)
+Data: int64 uniform in [0, 10^6) for unique, isin (against 1,000 test values),
+isin_dist (against n/10 test values held distributed: dapx never gathers them)
 and bincount; standard normal float64 for histogram (100 bins), hstack (of
 two such arrays) and flip. Every variant computes the same result and it is
 checked (outside the timed region, on the warm-up calls) against NumPy.
@@ -22,6 +23,9 @@ block layout) are the natural SPMD codes:
   ``np.unique`` of their concatenation (the result is on every process;
   dapx's is in even blocks);
 * isin: local ``np.isin``;
+* isin_dist: ``comm.allgather`` of the test set's blocks, local ``np.isin``
+  (every process then holds the whole test set; dapx's exchanges keep each
+  rank's memory near its share);
 * histogram: global min and max in one ``Allreduce``, local ``np.histogram``
   with ``bins=100, range=(min, max)`` (NumPy's uniform-bin path), counts
   ``Allreduce``-d;
@@ -72,7 +76,7 @@ import numpy as np
 
 import dapx
 
-FUNCTIONS = ["unique", "isin", "histogram", "bincount", "hstack", "flip"]
+FUNCTIONS = ["unique", "isin", "isin_dist", "histogram", "bincount", "hstack", "flip"]
 BINS = 100
 CHILD_ENV = {
     "MALLOC_MMAP_MAX_": "0",
@@ -90,6 +94,7 @@ def make_data(n: int) -> dict[str, np.ndarray]:
         "xf": rng.standard_normal(n),
         "yf": rng.standard_normal(n),
         "test": np.random.default_rng(1).integers(0, 10**6, 1000),
+        "big_test": np.random.default_rng(2).integers(0, 10**6, n // 10),
     }
 
 
@@ -98,6 +103,7 @@ def numpy_reference(d: dict) -> dict:
     return {
         "unique": np.flatnonzero(np.bincount(d["xi"])),
         "isin": np.isin(d["xi"], d["test"]),
+        "isin_dist": np.isin(d["xi"], d["big_test"]),
         "histogram": np.histogram(d["xf"], bins=BINS),
         "bincount": np.bincount(d["xi"]),
         "hstack": np.hstack([d["xf"], d["yf"]]),
@@ -121,10 +127,11 @@ def _gathered(name: str, result):
 
 
 def numpy_calls(d: dict) -> dict:
-    xi, xf, yf, test = d["xi"], d["xf"], d["yf"], d["test"]
+    xi, xf, yf, test, big = d["xi"], d["xf"], d["yf"], d["test"], d["big_test"]
     return {
         "unique": lambda: np.unique(xi),
         "isin": lambda: np.isin(xi, test),
+        "isin_dist": lambda: np.isin(xi, big),
         "histogram": lambda: np.histogram(xf, bins=BINS),
         "bincount": lambda: np.bincount(xi),
         "hstack": lambda: np.hstack([xf, yf]),
@@ -132,10 +139,11 @@ def numpy_calls(d: dict) -> dict:
     }
 
 
-def dapx_calls(ai, af, bf, test) -> dict:
+def dapx_calls(ai, af, bf, test, big) -> dict:
     return {
         "unique": lambda: np.unique(ai),
         "isin": lambda: np.isin(ai, test),
+        "isin_dist": lambda: np.isin(ai, big),
         "histogram": lambda: np.histogram(af, bins=BINS),
         "bincount": lambda: np.bincount(ai),
         "hstack": lambda: np.hstack([af, bf]),
@@ -158,7 +166,8 @@ class Simulated:
         backend = dapx.simulated(4)
         self.numpy = numpy_calls(d)
         ai, af, bf = (dapx.asarray(d[k], backend=backend) for k in ("xi", "xf", "yf"))
-        self.dapx = dapx_calls(ai, af, bf, d["test"])
+        big = dapx.asarray(d["big_test"], backend=backend)
+        self.dapx = dapx_calls(ai, af, bf, d["test"], big)
         for name in FUNCTIONS:  # warm-up and checks
             if not _same(name, self.numpy[name](), reference[name]):
                 raise AssertionError(f"NumPy {name} disagrees with the reference")
@@ -210,7 +219,7 @@ def _pin(comm) -> None:
     local.Free()
 
 
-def hand_calls(comm, xi, xf, yf, test, n: int) -> dict:
+def hand_calls(comm, xi, xf, yf, test, big, n: int) -> dict:
     """The hand-written SPMD versions on this process's blocks `xi`, `xf`, `yf` (of n in all)."""
     from mpi4py import MPI
 
@@ -221,6 +230,9 @@ def hand_calls(comm, xi, xf, yf, test, n: int) -> dict:
 
     def isin():
         return np.isin(xi, test)
+
+    def isin_dist():
+        return np.isin(xi, np.concatenate(comm.allgather(big)))
 
     def histogram():
         ends = np.array([-xf.min(), xf.max()])
@@ -277,6 +289,7 @@ def hand_calls(comm, xi, xf, yf, test, n: int) -> dict:
     return {
         "unique": unique,
         "isin": isin,
+        "isin_dist": isin_dist,
         "histogram": histogram,
         "bincount": bincount,
         "hstack": hstack,
@@ -295,9 +308,11 @@ def mpi_part(n: int, rounds: int) -> None:
     b = _even_bounds(n, size)
     mine = slice(int(b[rank]), int(b[rank + 1]))
     xi, xf, yf = (d[k][mine] for k in ("xi", "xf", "yf"))
-    hand = hand_calls(comm, xi, xf, yf, d["test"], n)
-    ai, af, bf = (dapx.from_local(v, backend=backend) for v in (xi, xf, yf))
-    dx = dapx_calls(ai, af, bf, d["test"])
+    tb = _even_bounds(len(d["big_test"]), size)
+    big = d["big_test"][int(tb[rank]) : int(tb[rank + 1])]
+    hand = hand_calls(comm, xi, xf, yf, d["test"], big, n)
+    ai, af, bf, bigd = (dapx.from_local(v, backend=backend) for v in (xi, xf, yf, big))
+    dx = dapx_calls(ai, af, bf, d["test"], bigd)
     reference = numpy_reference(d) if rank == 0 else None
 
     # Warm-up calls, checked: dapx gathered against NumPy on rank 0; the hand-written
@@ -372,6 +387,7 @@ class Dask:
         self.calls = {
             "unique": lambda: da.unique(di).compute(),
             "isin": lambda: da.isin(di, test).persist(),
+            "isin_dist": lambda: da.isin(di, d["big_test"]).persist(),
             "histogram": lambda: dask.compute(*da.histogram(df, bins=BINS, range=rng)),
             "bincount": lambda: da.bincount(di).compute(),
             "hstack": lambda: da.hstack([df, dg]).persist(),
@@ -380,7 +396,7 @@ class Dask:
         with self.config:
             for name, fn in self.calls.items():  # warm-up and checks
                 got = fn()
-                if name in ("isin", "hstack", "flip"):
+                if name in ("isin", "isin_dist", "hstack", "flip"):
                     got = got.compute()
                 if not _same(name, got, reference[name]):
                     raise AssertionError(f"dask.array {name} disagrees with NumPy")

@@ -1,7 +1,7 @@
 """NumPy library functions that act element by element: rank by rank, the layout kept.
 
-`choose`, `select`, `piecewise`, `digitize`, `interp`, `isin` (against a
-NumPy test set), `polyval`, `ravel_multi_index` and the business-day and
+`choose`, `select`, `piecewise`, `digitize`, `interp`, `isin` (against a small
+test set, used whole), `polyval`, `ravel_multi_index` and the business-day and
 datetime functions compute each element from the elements at the same
 position (plus small NumPy parameters: bins, sample points, coefficients),
 so the operands are aligned by the elementwise engine and NumPy runs on each
@@ -27,7 +27,7 @@ __all__ = [
     "digitize",
     "interp",
     "is_busday",
-    "isin",
+    "isin_whole_test_set",
     "piecewise",
     "polyval",
     "ravel_multi_index",
@@ -97,9 +97,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return _blockwise(lambda v: np.interp(v, xp, fp, left, right, period), [x])
 
 
-@implements(np.isin)
-def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
-    """`numpy.isin` of distributed elements in a test set (gathered if distributed)."""
+def isin_whole_test_set(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """`numpy.isin` against a test set used whole on every rank (gathered if distributed).
+
+    `dapx.functions.sets.isin`, registered for `numpy.isin`, calls it for small test sets.
+    """
     if not isinstance(element, DistributedArray):
         # Note: a NumPy `element` against a distributed test set gives a NumPy answer.
         return np.isin(

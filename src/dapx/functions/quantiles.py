@@ -9,7 +9,14 @@ receives more than about 1.3 times its share, whatever the keys) and only
 the few order statistics the result needs are fetched: NaNs sort last, so
 the NaN-ignoring variants read the first ``n - count(NaN)`` elements. The
 interpolation is NumPy's own (its quantile method table), so results are
-bitwise NumPy's. Weighted quantiles still move the whole array to rank 0.
+bitwise NumPy's.
+
+Weighted quantiles (``method="inverted_cdf"``) over every axis sort the values
+with their weights carried along (`dapx.functions.sorting.sort_carrying`, in
+the sort's bucket layout), scan the weights in float64 exactly as NumPy's
+sequential ``cumsum`` does (`exact_cumsum`), and count, per quantile, the
+cumulative weights below it on each rank: one small allgather; then only the
+selected elements are fetched.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ from .reduction_engine import (
     spmd_warnings,
     store,
 )
-from .shaping import ravel
-from .sorting import searchsorted, sort
+from .shaping import owned_block, ravel
+from .sorting import searchsorted, sort, sort_carrying
 from .statistics import _weights, nanmean
 
 try:  # NumPy's quantile methods (private, stable since NumPy 1.22): exact interpolation
@@ -49,6 +56,7 @@ except ImportError:  # pragma: no cover - a NumPy without them gathers along the
     _np_quantile = None
 
 __all__ = [
+    "exact_cumsum",
     "median",
     "nanmedian",
     "nanpercentile",
@@ -128,6 +136,112 @@ def _from_sorted(func, a: DistributedArray, kw: dict):
     return _np_quantile._lerp(previous, following, gamma)[()]
 
 
+def _two_sum_exact(a: np.ndarray, b: np.ndarray, sums: np.ndarray) -> bool:
+    """Whether every ``sums = a + b`` (as rounded) was exact: the error-free sum's error is 0."""
+    with np.errstate(all="ignore"):
+        bb = sums - a
+        return bool(np.all((a - (sums - bb)) + (b - bb) == 0))
+
+
+def exact_cumsum(blocks: dict, backend) -> tuple[dict, float]:
+    """NumPy's float64 ``cumsum`` of the rank-order concatenation of `blocks`, bit for bit.
+
+    Floating-point addition is not associative, so adding the preceding ranks'
+    total to a local scan may differ from NumPy's sequential sum in the last
+    bit. When every addition involved is exact (integer weights, say: checked
+    with error-free sums) the two cannot differ, and one allgather suffices;
+    otherwise each rank in turn scans its block from the exact running total of
+    the ranks before it (P broadcasts of one number). Returns the scanned blocks
+    (each rank's own) and the total, on every process.
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> b = dapx.simulated(2)
+    >>> scanned, total = exact_cumsum({0: np.array([0.1, 0.2]), 1: np.array([0.3])}, b)
+    >>> scanned[1][0] == np.cumsum([0.1, 0.2, 0.3])[-1], total
+    (np.True_, 0.6000000000000001)
+    """
+    blocks = {r: np.asarray(w, np.float64) for r, w in blocks.items()}
+    local = {r: np.cumsum(w) for r, w in blocks.items()}
+    ends = np.array(
+        backend.allgather({r: c[-1] if c.size else 0.0 for r, c in local.items()}), np.float64
+    )
+    carries = np.concatenate(([0.0], np.cumsum(ends)))  # sequential, in rank order
+    exact = _two_sum_exact(carries[:-1], ends, carries[1:])
+    mine = {
+        r: _two_sum_exact(c[:-1], blocks[r][1:], c[1:])
+        and _two_sum_exact(np.full(c.size, carries[r]), c, c + carries[r])
+        for r, c in local.items()
+    }
+    if exact and all(backend.allgather(mine)):
+        return {r: c + carries[r] for r, c in local.items()}, float(carries[-1])
+    carry = 0.0
+    for r in range(backend.nranks):
+        end = carry
+        if r in local:
+            local[r] = np.cumsum(np.concatenate(([carry], blocks[r])))[1:]
+            end = local[r][-1] if local[r].size else carry
+        carry = float(backend.bcast(end, r))
+    return local, carry
+
+
+def _weighted(func, a: DistributedArray, wb: dict, kw: dict):
+    """`func` with weights (``inverted_cdf``) over every axis of `a`, distributed.
+
+    Mirrors NumPy's weighted `_quantile`: sort by value carrying the weights,
+    cdf = cumsum(weights, float64) / total (in the dtype of q when it is a float
+    type), zeros set to -1 when the first cdf is 0, and per quantile the first
+    index whose cdf reaches it. The global index is the sum of the ranks' local
+    counts of cdf values below the quantile (the cdf is non-decreasing).
+    """
+    backend = a.backend
+    wdtype = np.result_type(*[w.dtype for w in wb.values()]) if wb else np.dtype(float)
+    weights = new_array(
+        a.distribution,
+        {r: np.ascontiguousarray(w, wdtype) for r, w in wb.items()},
+        backend,
+        wdtype,
+    )
+    s, sw = sort_carrying(ravel(a), ravel(weights))
+    n = s.shape[0]
+    m = n
+    if s.dtype.kind == "f":
+        m = int(searchsorted(s, s.dtype.type(np.nan)))  # NaNs sort last
+    if func in _NAN_FUNCS:
+        if m == 0:  # all NaN: NumPy's warning and NaN, on one element
+            return func(np.full(1, np.nan, a.dtype), weights=np.ones(1), **kw)
+    elif m < n:  # a NaN: NumPy's result is the last sorted element, NaN
+        last = _fetch(s, np.array([n - 1]))[0]
+        shape = np.shape(kw["q"])
+        return np.full(shape, last)[()] if shape else last
+    q = kw["q"]
+    qa = np.true_divide(q, 100, out=...) if func in (np.percentile, np.nanpercentile) else q
+    qa = np.asanyarray(qa)
+    blocks = {}  # each rank's weights of non-NaN values (a contiguous run of the sorted order)
+    for r in backend.local_ranks:
+        keep = int(np.count_nonzero(s.distribution.owned_indices(r)[0] < m))
+        blocks[r] = owned_block(sw, r)[:keep]
+    cumulative, total = exact_cumsum(blocks, backend)
+    if total == 0 or not np.isfinite(total):  # NumPy's warning and ValueError
+        return func(np.zeros(1, a.dtype), weights=np.array([total]), **kw)
+    flat_q = qa.ravel()
+    partial = {}
+    for r, c in cumulative.items():
+        cdf = c / total
+        if qa.dtype.kind == "f":
+            cdf = cdf.astype(qa.dtype)
+        below = np.searchsorted(cdf, flat_q, side="left")
+        zeros = np.searchsorted(cdf, cdf.dtype.type(0), side="right")  # cdf == 0: a prefix
+        below_if_zeros_dropped = np.maximum(below, zeros)  # zeros become -1 < every q
+        partial[r] = (cdf[0] if cdf.size else None, below, below_if_zeros_dropped)
+    gathered = backend.allgather(partial)
+    first = next((g[0] for g in gathered if g[0] is not None), None)
+    column = 2 if first is not None and first == 0 else 1
+    index = np.minimum(sum(g[column] for g in gathered), m - 1)
+    return _fetch(s, index.reshape(qa.shape))[()]
+
+
 @spmd_warnings
 def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=None):
     out = single_out(out)
@@ -176,14 +290,8 @@ def _order_statistic(func, a, axis, out, keepdims, q=None, method=None, weights=
             results[r] = _local_statistic(func, view, axes, keepdims, res_dtype, kw)
         dist = Distribution([*qmaps, *drop(a.distribution.maps, axes, keepdims).maps])
         return store(new_array(dist, results, backend, copy_scalars=True), out, "unsafe")
-    if (
-        wb is None
-        and len(axes) == a.ndim
-        and a.size
-        and a.dtype.kind in "biuf"
-        and backend.nranks > 1
-    ):
-        value = _from_sorted(func, a, kw)
+    if len(axes) == a.ndim and a.size and a.dtype.kind in "biuf" and backend.nranks > 1:
+        value = _from_sorted(func, a, kw) if wb is None else _weighted(func, a, wb, kw)
         if value is not None:
             value = np.asarray(value, res_dtype)
             if keepdims:

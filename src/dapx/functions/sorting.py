@@ -19,6 +19,10 @@ stable (ties in global index order). The default values-only sort ties by
 interchangeable there, except -0.0 and 0.0, whose relative order NumPy's
 default sort leaves unspecified as well.
 
+`sort_carrying` sorts values stably with a payload moved along (weights for
+weighted quantiles) and leaves both in the bucket layout, skipping the second
+exchange.
+
 Partitions are full sorts (one valid partition); `lexsort` is successive
 stable argsorts. `searchsorted` of a distributed `v` sorts `a` and `v`
 together instead of gathering either.
@@ -46,6 +50,7 @@ __all__ = [
     "partition",
     "searchsorted",
     "sort",
+    "sort_carrying",
     "sort_complex",
 ]
 
@@ -188,14 +193,72 @@ def _sample_sort(x: DistributedArray, want_indices: bool, stable: bool) -> Distr
     or integers) keys ties by (rank, local position) implicitly and moves no
     index array.
     """
+    backend, dist = x.backend, x.distribution
+    merged, _, buckets = _buckets(x, want_indices, stable)
+    dtype = np.dtype(np.intp) if want_indices else x.dtype
+    if buckets == dist:
+        return new_array(dist, merged, backend, dtype)
+    back = exchange_plan(buckets, dist, backend.local_ranks)
+    return new_array(dist, run_plan(back, merged, dtype, backend), backend, dtype)
+
+
+def sort_carrying(
+    x: DistributedArray, payload: DistributedArray
+) -> tuple[DistributedArray, DistributedArray]:
+    """`x` (1-d) sorted stably, and `payload` (laid out like `x`) moved along with it.
+
+    Both results are in the sort's bucket layout: rank r holds a contiguous run of
+    the sorted order, of about N/P elements (at most about 1.3 N/P + P, whatever
+    the keys); nothing moves back to `x`'s layout. NaNs sort last.
+
+    Examples
+    --------
+    >>> import numpy as np, dapx
+    >>> b = dapx.simulated(2)
+    >>> x, w = dapx.asarray([3.0, 1.0, 2.0], backend=b), dapx.asarray([30, 10, 20], backend=b)
+    >>> s, w = sort_carrying(x, w)
+    >>> s.gather(), w.gather()
+    (array([1., 2., 3.]), array([10, 20, 30]))
+    """
+    if x.ndim != 1 or payload.shape != x.shape:
+        raise ValueError("sort_carrying takes a 1-d array and a payload of its shape")
+    if payload.distribution != x.distribution:
+        payload = payload.redistribute(x.distribution)
+    clean = clean_distribution(x.distribution)
+    if clean != x.distribution:
+        x, payload = x.redistribute(clean), payload.redistribute(clean)
+    backend = x.backend
+    if x.size == 0 or backend.nranks == 1 or _is_trivial(x.distribution.maps[0]):
+        values, carried = {}, {}
+        for r in backend.local_ranks:
+            block = owned_block(x, r)
+            o = np.argsort(block, kind="stable")
+            values[r], carried[r] = block[o], owned_block(payload, r)[o]
+        dist = x.distribution
+    else:
+        values, carried, dist = _buckets(x, False, True, payload)
+    return (
+        new_array(dist, values, backend, x.dtype),
+        new_array(dist, carried, backend, payload.dtype),
+    )
+
+
+def _buckets(x: DistributedArray, want_indices: bool, stable: bool, payload=None):
+    """The sample sort's buckets: (sorted values or indices, carried payload, distribution).
+
+    Rank r's bucket is the r-th run of the sorted order; `payload` (an array
+    laid out like `x`, or None) travels with the values.
+    """
     backend, P, n = x.backend, x.backend.nranks, x.size
     dist = x.distribution
     ranks = backend.local_ranks
-    keyed = want_indices or (stable and x.dtype.kind in "fcOV")
+    keyed = want_indices or payload is not None or (stable and x.dtype.kind in "fcOV")
     per_rank = _OVERSAMPLE * P
-    values, keys, samples = {}, {}, {}
+    # A clean block layout's blocks are what each rank owns, in global order: no owner lookup.
+    whole_blocks = isinstance(dist.maps[0], BlockMap) and clean_distribution(dist) == dist
+    values, keys, samples, carry = {}, {}, {}, {}
     for r in ranks:
-        block = owned_block(x, r)
+        block = x.locals[r] if whole_blocks else owned_block(x, r)
         if keyed:
             k = dist.owned_indices(r)[0].astype(np.intp, copy=False)
             if k.size > 1 and not np.all(k[1:] > k[:-1]):
@@ -203,6 +266,8 @@ def _sample_sort(x: DistributedArray, want_indices: bool, stable: bool) -> Distr
             else:
                 o = np.argsort(block, kind="stable")
             values[r], keys[r] = block[o], k[o]
+            if payload is not None:
+                carry[r] = (payload.locals[r] if whole_blocks else owned_block(payload, r))[o]
         else:
             values[r] = np.sort(block)
         at = _regular_positions(values[r].size, per_rank)
@@ -223,24 +288,22 @@ def _sample_sort(x: DistributedArray, want_indices: bool, stable: bool) -> Distr
     ).reshape(P, P)  # [source, bucket]
     got = _exchange_runs(values, cuts, table, x.dtype, backend)
     del values
-    merged = {}
+    merged, carried = {}, {}
     if keyed:
         got_keys = _exchange_runs(keys, cuts, table, np.intp, backend)
         del keys
+        got_carry = _exchange_runs(carry, cuts, table, payload.dtype, backend) if carry else None
         for r in ranks:
             o = _merge_keyed(got[r], got_keys[r])
             merged[r] = got_keys[r][o] if want_indices else got[r][o]
+            if got_carry is not None:
+                carried[r] = got_carry[r][o]
     else:
         for r in ranks:
             got[r].sort()  # P sorted runs; NumPy's sort is fast on them
             merged[r] = got[r]
-    dtype = np.dtype(np.intp) if want_indices else x.dtype
     starts = np.concatenate(([0], np.cumsum(table.sum(axis=0))))
-    buckets = Distribution([BlockMap(n, starts)])
-    if buckets == dist:
-        return new_array(dist, merged, backend, dtype)
-    back = exchange_plan(buckets, dist, ranks)
-    return new_array(dist, run_plan(back, merged, dtype, backend), backend, dtype)
+    return merged, carried, Distribution([BlockMap(n, starts)])
 
 
 def _sort(a: DistributedArray, axis, want_indices: bool, stable: bool = True) -> DistributedArray:
