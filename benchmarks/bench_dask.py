@@ -35,14 +35,19 @@ library in workers of its own.
 from __future__ import annotations
 
 import argparse
-import os
+import hashlib
+import json
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import distributed
 import numpy as np
 
 import dapx
+from dapx.backends.dask import worker_environ
 from dapx.cli.demo import jacobi_kernel
 
 
@@ -197,26 +202,161 @@ def jacobi(backend, client, n: int, iterations: int, rounds: int) -> None:
     )
 
 
+# -- against the MPI backend -------------------------------------------------------------------
+#: The target of issue 18: the dask backend within this factor of the MPI backend, same blocks.
+MPI_TARGET = 1.2
+
+
+def _digest(block: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(block).tobytes()).hexdigest()
+
+
+def _mpi_server(n: int) -> None:
+    """The MPI side of `versus_mpi`, under ``mpiexec -n 2``: one timed round per stdin line.
+
+    Rank 0 reads a command from stdin; every rank waits for it in a sleeping
+    ``Ibcast`` (a spinning wait would take a core from the dask workers while
+    they run). Each round times ``a*b+c`` and ``np.sum(a)``, every call between
+    two ``Barrier`` s, the slowest rank's time, and rank 0 prints one JSON line
+    with the times, the sum and each rank's digest of its ``a*b+c`` block.
+    """
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    shape = (n // 1000, 1000)
+    a, b, c = (dapx.random.default_rng(seed).random(shape) for seed in range(3))
+    if a.backend.name != "mpi" or a.backend.nranks != 2:
+        raise RuntimeError(f"expected the MPI backend on 2 ranks, got {a.backend!r}")
+    results: dict = {}
+
+    def timed(name: str, fn) -> float:
+        comm.Barrier()
+        t0 = time.perf_counter()
+        results[name] = fn()
+        comm.Barrier()
+        return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+
+    command = np.zeros(1, np.int64)
+    if comm.rank == 0:
+        print("ready", flush=True)
+    while True:
+        if comm.rank == 0:
+            command[0] = 1 if sys.stdin.readline().strip() == "round" else 0
+        request = comm.Ibcast(command, root=0)
+        while not request.Test():
+            time.sleep(1e-3)
+        if not command[0]:
+            break
+        results.clear()  # as on the dask side: the last round's results go first
+        times = {
+            "a*b+c": timed("a*b+c", lambda: a * b + c),
+            "sum": timed("sum", lambda: float(np.sum(a))),
+        }
+        digests = comm.gather(_digest(results["a*b+c"].local()), root=0)
+        if comm.rank == 0:
+            print(
+                json.dumps({"times": times, "sum": results["sum"], "digests": digests}), flush=True
+            )
+
+
+def versus_mpi(backend, n: int, rounds: int) -> None:
+    """``a*b+c`` and ``np.sum(a)`` on the dask backend against the MPI backend, same blocks.
+
+    The MPI backend runs in ``mpiexec -n 2`` (`_mpi_server`), started once and
+    asked for one round at a time, so that the two backends take turns on the
+    cores: a round of each, the order reversed every other round, after a
+    warm-up round. Both make the same arrays (same seeds, same two row blocks);
+    their results must agree bit for bit (the sums, and a digest of each
+    rank's ``a*b+c`` block), and the dask backend's with NumPy.
+    """
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    if not mpiexec.exists():
+        print("\nno mpiexec next to this Python: the MPI comparison is skipped")
+        return
+    server = subprocess.Popen(
+        [str(mpiexec), "-n", "2", sys.executable, __file__, "--mpi-server", str(n)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if server.stdout.readline().strip() != "ready":
+            raise RuntimeError("the MPI side did not start")
+        shape = (n // 1000, 1000)
+        a, b, c = (dapx.random.default_rng(s).random(shape, backend=backend) for s in range(3))
+        results: dict = {}
+        replies: list[dict] = []
+
+        def dask_round() -> dict[str, float]:
+            results.clear()
+            t0 = time.perf_counter()
+            results["a*b+c"] = a * b + c
+            t1 = time.perf_counter()
+            results["sum"] = float(np.sum(a))
+            return {"a*b+c": t1 - t0, "sum": time.perf_counter() - t1}
+
+        def mpi_round() -> dict[str, float]:
+            server.stdin.write("round\n")
+            server.stdin.flush()
+            replies.append(json.loads(server.stdout.readline()))
+            return replies[-1]["times"]
+
+        times: dict[str, list[float]] = {}
+        for k in range(rounds + 1):  # round 0 is the warm-up
+            order = [("dask", dask_round), ("mpi", mpi_round)]
+            for name, fn in order if k % 2 == 0 else order[::-1]:
+                for op, t in fn().items():
+                    if k:
+                        times.setdefault(f"{name} {op}", []).append(t)
+        server.stdin.write("quit\n")
+        server.stdin.flush()
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    med = {key: statistics.median(ts) for key, ts in times.items()}
+
+    # Bitwise identical results across backends, and the dask backend's equal to NumPy's.
+    mpi = replies[-1]
+    assert results["sum"] == mpi["sum"], (results["sum"], mpi["sum"])
+    expr = results["a*b+c"]
+    assert [_digest(expr.local(r)) for r in range(2)] == mpi["digests"]
+    x, y, z = a.gather(), b.gather(), c.gather()
+    np.testing.assert_array_equal(expr.gather(), x * y + z)
+    np.testing.assert_allclose(results["sum"], np.sum(x), rtol=1e-9)
+    del x, y, z
+
+    print(
+        f"\n{n:.0e} float64, the dask backend (2 workers) against the MPI backend "
+        f"(mpiexec -n 2), same blocks, median of {rounds} interleaved rounds "
+        "(results bitwise identical, checked)"
+    )
+    print(f"{'operation':<12} {'MPI s':>9} {'dask s':>9} {'dask/MPI':>10}  target")
+    for op in ("a*b+c", "sum"):
+        m, d = med[f"mpi {op}"], med[f"dask {op}"]
+        print(f"{op:<12} {m:9.4f} {d:9.4f} {d / m:10.2f}  <= {MPI_TARGET:.2f}")
+
+
 def main() -> None:
     from distributed import Client, LocalCluster
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
+    parser.add_argument("--mpi-only", action="store_true", help="only the MPI comparison")
+    parser.add_argument("--mpi-server", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mpi_server:
+        _mpi_server(args.mpi_server)
+        return
     n, size, iterations, rounds = (
         (4 * 10**7, 4096, 50, 5) if not args.quick else (4 * 10**5, 256, 5, 2)
     )
     import dask
 
-    # The workers get this process's malloc settings (dask's nanny sets its own otherwise).
+    # The workers get this process's malloc settings (dask's nanny sets its own otherwise)
+    # and one malloc arena (see `worker_environ`), as `dapx.dask_backend()` starts its own.
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
-    environ.update(
-        {
-            k: os.environ[k]
-            for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")
-            if k in os.environ
-        }
-    )
+    environ.update(worker_environ())
     dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
@@ -224,8 +364,10 @@ def main() -> None:
     ):
         backend = dapx.dask_backend(client)
         print(f"dapx {dapx.__version__} on {backend!r}; dask.array on the same 2 workers")
-        elementwise_and_sum(backend, client, n, rounds)
-        jacobi(backend, client, size, iterations, max(1, rounds - 2))
+        if not args.mpi_only:
+            elementwise_and_sum(backend, client, n, rounds)
+            jacobi(backend, client, size, iterations, max(1, rounds - 2))
+        versus_mpi(backend, n, 2 * rounds + 1)
         backend.close()
 
 

@@ -248,6 +248,113 @@ def test_worker_processes_and_a_cluster_of_its_own():
     assert result.stdout.startswith("ok")
 
 
+def test_a_scalar_of_the_last_step_converts_without_another_step(dask, monkeypatch):
+    """``float(np.sum(a))`` is one step: the step that makes a 0-d array sends its value."""
+    x = np.arange(30.0).reshape(6, 5)
+    a = dapx.asarray(x, backend=dask)
+    i = dapx.asarray(np.arange(12).reshape(3, 4), backend=dask)
+    steps = []
+    run = type(dask)._outcomes
+    monkeypatch.setattr(dask, "_outcomes", lambda *args: steps.append(1) or run(dask, *args))
+
+    def stepped(fn):
+        steps.clear()
+        value = fn()
+        return value, len(steps)
+
+    s, n = stepped(lambda: np.sum(a))
+    assert n == 1
+    assert stepped(lambda: float(s)) == (x.sum(), 0)
+    assert stepped(lambda: (int(s), bool(s), complex(s))) == ((435, True, 435 + 0j), 0)
+    k = np.max(i)
+    assert stepped(lambda: int(k)) == (11, 0)
+    s2 = np.sum(a, axis=0)  # not 0-d: converting it is a step (that raises)
+    with pytest.raises(TypeError, match="only 0-d"):
+        float(s2)
+    # Another step may change any array: the value is fetched again.
+    s = np.sum(a)
+    s[()] = -1.0
+    assert stepped(lambda: float(s)) == (-1.0, 1)
+    s += 2.0  # in place on the ranks
+    assert stepped(lambda: float(s)) == (1.0, 1)
+    t = np.sum(a)
+    a[0, 0] = 100.0  # t is a result, not a view: still 435 on the ranks
+    assert stepped(lambda: float(t)) == (435.0, 1)
+    assert float(np.sum(a)) == x.sum() + 100.0
+
+
+def test_worker_environ_passes_malloc_settings_and_one_arena(monkeypatch):
+    from dapx.backends.dask import worker_environ
+
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "0")
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert worker_environ() == {"MALLOC_MMAP_MAX_": "0", "MALLOC_ARENA_MAX": "1"}
+
+    # dapx.dask_backend() starts its workers with it (dask's own settings kept).
+    import dask
+
+    seen = {}
+
+    class Started(Exception):
+        pass
+
+    def local_cluster(**kwargs):
+        seen.update(dask.config.get("distributed.nanny.pre-spawn-environ"))
+        raise Started
+
+    monkeypatch.setattr(distributed, "LocalCluster", local_cluster)
+    with pytest.raises(Started):
+        dapx.dask_backend()
+    assert seen["MALLOC_ARENA_MAX"] == "1" and seen["MALLOC_MMAP_MAX_"] == "0"
+    assert (
+        seen["OMP_NUM_THREADS"]
+        == dask.config.get("distributed.nanny.pre-spawn-environ")["OMP_NUM_THREADS"]
+    )
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.confstr("CS_GNU_LIBC_VERSION") is None,
+    reason="glibc's malloc arenas and RUSAGE_THREAD",
+)
+def test_large_operations_reuse_the_memory_of_freed_results(monkeypatch):
+    """Under `worker_environ` (MALLOC_MMAP_MAX_=0 as for MPI), a rank's step thread gets
+    the memory of freed blocks back: ``a*b+c`` on 72 MB blocks, again and again, makes
+    no page fault there (a fresh mmap per result would make hundreds per call)."""
+    import dask
+
+    from dapx.backends.dask import worker_environ
+
+    for name, value in [("MALLOC_MMAP_MAX_", "0"), ("MALLOC_TRIM_THRESHOLD_", str(2**36))]:
+        monkeypatch.setenv(name, value)
+    # The nanny writes these into this process's environment too: restored at teardown.
+    monkeypatch.setenv("MALLOC_ARENA_MAX", os.environ.get("MALLOC_ARENA_MAX", "1"))
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **worker_environ()}
+
+    def step_thread_page_faults() -> int:  # shipped by value: this module stays here
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+    n = 2 * 9 * 10**6  # two blocks of 72 MB: above the 64 MB heaps of a thread's own arena
+    with (
+        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as c,
+        distributed.Client(c) as client,
+        dapx.dask_backend(client) as backend,
+    ):
+        a = dapx.arange(float(n), backend=backend)
+        b, c = a * 0.5, a + 1.0
+        for _ in range(2):  # the heap grows to its working size
+            r = a * b + c
+        before = backend.call(step_thread_page_faults)
+        for _ in range(3):
+            r = a * b + c
+        faults = backend.call(step_thread_page_faults) - before
+        assert float(r[n - 1]) == (n - 1) * (n - 1) * 0.5 + n
+    assert faults < 50, f"{faults} page faults in 3 calls of a*b+c on 72 MB blocks"
+
+
 #: What the array test files run on the dask backend: tests that check their results through
 #: the public API (gathered results compared with NumPy), a few of each kind of operation.
 #: Tests that inspect a process's own blocks or call collectives themselves are SPMD tests.

@@ -37,7 +37,15 @@ import numpy as np
 from ..errors import RankError
 from .base import Backend, remote_arrays
 
-__all__ = ["DaskBackend", "RankActor", "RankBackend", "copy_back", "dask_backend", "holds_ndarray"]
+__all__ = [
+    "DaskBackend",
+    "RankActor",
+    "RankBackend",
+    "copy_back",
+    "dask_backend",
+    "holds_ndarray",
+    "worker_environ",
+]
 
 
 # -- what travels between the client and the ranks ---------------------------------------------
@@ -50,11 +58,13 @@ class _Ref(NamedTuple):
 
 
 class _Meta(NamedTuple):
-    """A new array the ranks now hold: its id and the metadata the client keeps."""
+    """A new array the ranks now hold: its id, the metadata the client keeps, and for a 0-d
+    array (replicated: every rank holds it) rank 0's copy of its value, else None."""
 
     id: tuple[int, int]
     dist: Any
     dtype: np.dtype
+    value: np.ndarray | None = None  # numeric 0-d arrays only
 
 
 class _BackendToken:
@@ -295,7 +305,9 @@ class RankActor:
             return inputs[id(value)]
         new = next(ids)
         self._store[new] = value
-        return _Meta(new, value.distribution, value.dtype)
+        numeric = value.ndim == 0 and value.dtype.kind in "biufc"
+        scalar = np.array(value.local(self.rank)) if numeric else None
+        return _Meta(new, value.distribution, value.dtype, scalar)
 
 
 def _serialized(func, args, kwargs) -> bytes:
@@ -323,6 +335,26 @@ async def _awaited(actor_future):
     return await actor_future
 
 
+async def _settle(calls: list, timeout: float) -> list[tuple[bool, Any]]:
+    """Wait for actor `calls` together, at most `timeout` s, or until one finds its worker
+    gone: ``(True, result)``, ``(True, OSError)`` for a lost worker, or ``(False, None)``."""
+    tasks = [asyncio.ensure_future(_awaited(c)) for c in calls]
+    await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+    for task in tasks:
+        if not task.done():
+            # Only the waiting stops: the call itself goes on. (A cancelled task is done
+            # only once the loop runs again: until then, "not done" marks it unsettled.)
+            task.cancel()
+    errors = [task.exception() if task.done() else None for task in tasks]  # all retrieved
+    for error in errors:
+        if error is not None and not isinstance(error, OSError):
+            raise error
+    return [
+        (False, None) if not task.done() else (True, error if error else task.result())
+        for task, error in zip(tasks, errors)
+    ]
+
+
 # -- the client side ---------------------------------------------------------------------------
 
 
@@ -343,9 +375,13 @@ class DaskBackend(Backend):
         remote_arrays.in_use = True  # from now on public calls look for arrays held remotely
         self._cluster = None
         if client is None:
-            self._cluster = LocalCluster(
-                n_workers=os.cpu_count() or 1, threads_per_worker=1, dashboard_address=":0"
-            )
+            import dask
+
+            environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **worker_environ()}
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+                self._cluster = LocalCluster(
+                    n_workers=os.cpu_count() or 1, threads_per_worker=1, dashboard_address=":0"
+                )
             client = Client(self._cluster)
         self.client = client
         # Note: like an MPI rank, a rank needs a process of its own (dapx keeps per-process
@@ -383,6 +419,8 @@ class DaskBackend(Backend):
         # the backend's life: finalizers hold its append method.
         self._released: list[tuple[int, int]] = []
         self._handles: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # Values of the numeric 0-d arrays the last step made, by id (see `_known_scalar`).
+        self._values: dict[tuple[int, int], np.ndarray] = {}
         self._closed = False
         self._broken: str | None = None
         atexit.register(self.close)
@@ -428,6 +466,10 @@ class DaskBackend(Backend):
         each rank's own; arrays in the result come back as `RemoteArray`.
         """
         self._check_open()
+        known = self._known_scalar(func, args, kwargs)
+        if known is not None:
+            return func(known[()])
+        self._values = {}  # a step may change any array: values known so far may be stale
 
         stateful: list = []
 
@@ -460,6 +502,7 @@ class DaskBackend(Backend):
             message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
             raise RankError(first[1], message)
         self._discard([o[1] for o in outcomes[1:]], keep=outcomes[0][1])
+        _walk(outcomes[0][1], self._keep_value)
         result = _walk(outcomes[0][1], self._handle)
         client_out = (kwargs or {}).get("out")
         if holds_ndarray(client_out):
@@ -473,6 +516,25 @@ class DaskBackend(Backend):
         for category, message in dict.fromkeys(w for o in outcomes for w in o[2]):
             warnings.warn(message, category, stacklevel=3)
         return result
+
+    def _known_scalar(self, func, args, kwargs) -> np.ndarray | None:
+        """The value of ``func(a)`` 's 0-d argument if the client knows it, else None.
+
+        A step that makes a numeric 0-d array sends its value along (e.g. ``np.sum(a)``), so
+        that ``float(np.sum(a))`` costs one step, as it costs one reduction on MPI. The value
+        holds until the next step, which may change the array (or one it is a view of).
+        """
+        if func not in _SCALAR_CONVERSIONS or kwargs or len(args) != 1:
+            return None
+        (a,) = args
+        if not isinstance(a, remote_arrays.handle_type) or a.backend is not self:
+            return None
+        return self._values.get(a.remote_id)
+
+    def _keep_value(self, value):
+        if isinstance(value, _Meta) and value.value is not None:
+            self._values[value.id] = value.value
+        return value
 
     def _discard(self, results, keep=None) -> None:
         """Queue for release the arrays of `results` that `keep` does not hold too."""
@@ -504,24 +566,20 @@ class DaskBackend(Backend):
     def _outcomes(self, step: int, calls: list) -> list:
         """Every rank's outcome of `step`; RankError as soon as a rank's worker is lost.
 
-        The calls are awaited in turn, a short wait at a time, so that a lost worker is seen
-        even while other ranks still wait (forever) for its messages.
+        The calls are awaited together, on the client's event loop (one hop there and back
+        for all of them), a short wait at a time, so that a lost worker is seen even while
+        other ranks still wait (forever) for its messages.
         """
         outcomes: list = [None] * len(calls)
         pending = list(range(len(calls)))
         while pending:
-            try:
-                outcomes[pending[0]] = calls[pending[0]].result(timeout=_POLL)
-                pending.pop(0)
-            except (TimeoutError, asyncio.TimeoutError):  # distinct types before Python 3.11
-                pass
-            except OSError as e:  # "Unable to contact Actor's worker": the process is gone
-                self._lost(step, pending[0], e)
-            for r in [r for r in pending[1:] if calls[r].done()]:
-                try:
-                    outcomes[r] = calls[r].result()
-                except OSError as e:
-                    self._lost(step, r, e)
+            settled = self.client.sync(_settle, [calls[r] for r in pending], _POLL)
+            for r, (done, value) in zip(list(pending), settled):
+                if not done:
+                    continue
+                if isinstance(value, OSError):  # "Unable to contact Actor's worker": gone
+                    self._lost(step, r, value)
+                outcomes[r] = value
                 pending.remove(r)
         return outcomes
 
@@ -570,6 +628,9 @@ class DaskBackend(Backend):
 #: Seconds the client waits on one rank before looking at the others (for lost workers).
 _POLL = 0.2
 
+#: Conversions of a 0-d array the client answers from a value it knows (`_known_scalar`).
+_SCALAR_CONVERSIONS = (float, int, complex, bool)
+
 
 def _noop():
     return None
@@ -582,12 +643,48 @@ def dask_backend(client=None, nranks: int | None = None) -> DaskBackend:
     ----------
     client : distributed.Client, optional
         The cluster to use. Default: a new ``LocalCluster`` with one worker
-        (one thread) per core, closed by `DaskBackend.close` or at exit.
+        (one thread) per core, closed by `DaskBackend.close` or at exit, its
+        workers started with `worker_environ` (start the workers of your own
+        cluster with it too: without it, large blocks are allocated afresh by
+        every operation).
     nranks : int, optional
         Ranks, one per worker process (at most as many as there are).
         Default: one on every worker process.
     """
     return DaskBackend(client, nranks)
+
+
+def worker_environ() -> dict[str, str]:
+    """The environment variables a dask worker process that holds a rank should start with.
+
+    A rank's steps run on a thread of their own, and glibc gives a thread other
+    than the main one a malloc arena of its own, whose heaps are at most 64 MB:
+    a larger block (a rank's block of a large array) is then always a fresh
+    ``mmap``, returned to the system when freed, whatever ``MALLOC_MMAP_MAX_``
+    says, so every large operation pays its result's page faults again (a
+    third of ``a*b+c`` 's time on 4e7 float64). ``MALLOC_ARENA_MAX=1`` puts
+    every thread on the main arena, which reuses freed memory as an MPI rank's
+    single thread does. With it, the ``MALLOC_MMAP_MAX_`` and
+    ``MALLOC_TRIM_THRESHOLD_`` of this process, as an ``mpiexec`` would pass them
+    to its ranks (dask's nanny sets a low trim threshold of its own otherwise).
+
+    These act only when set before the worker process starts: `dask_backend`
+    starts its own workers with them; for a cluster of your own, pass them in
+    ``distributed.nanny.pre-spawn-environ`` (or the workers' environment).
+
+    Examples
+    --------
+    >>> from dapx.backends.dask import worker_environ
+    >>> worker_environ()["MALLOC_ARENA_MAX"]
+    '1'
+    """
+    environ = {k: os.environ[k] for k in _MALLOC_SETTINGS if k in os.environ}
+    environ["MALLOC_ARENA_MAX"] = "1"
+    return environ
+
+
+#: The client's malloc settings that `worker_environ` passes on to the workers.
+_MALLOC_SETTINGS = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
 
 
 def holds_ndarray(out) -> bool:
