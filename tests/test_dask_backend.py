@@ -209,6 +209,23 @@ def test_a_failure_on_one_rank_reaches_every_rank(dask):
     assert_eq(a + 1, np.arange(12.0) + 1)  # the backend is still usable
 
 
+def test_a_step_longer_than_the_poll_interval_succeeds(dask):
+    """The client awaits a step a short wait at a time (`_POLL`): ranks still running after
+    a wait are waited for again, not failed (the waiting is cancelled, not the step)."""
+    from dapx.backends import dask as dask_module
+
+    def slow_double(block):
+        import time
+
+        time.sleep(0.5)
+        return 2 * block
+
+    assert dask_module._POLL < 0.5
+    x = np.arange(20.0).reshape(5, 4)
+    r = dapx.map_overlap(slow_double, dapx.asarray(x, backend=dask), depth=1, boundary=0.0)
+    assert_eq(r, 2 * x)
+
+
 def test_partitioned_carries_futures_and_worker_addresses(dask, cluster):
     x = np.arange(24.0).reshape(6, 4)
     a = dapx.asarray(x, backend=dask)
