@@ -22,6 +22,14 @@ Targets (issue 17), ``fftn`` of a 256^3 complex128 array under ``mpiexec -n 2``:
   along axis 1, ``fft`` over axis 0 (``fftn`` over all axes at once would need
   the whole array in one chunk).
 
+A second table (``--one-d 24``, 0 skips it): the 1-D ``np.fft.fft`` of
+``2**24`` complex128 values ``x[i] = cos(0.37 i) + 1j sin(1e-7 i^2)``,
+block-distributed under ``mpiexec -n 2`` (dapx's four-step FFT, three
+all-to-alls), next to NumPy in one process and ``dask.array.fft.fft``, which
+needs the axis in one chunk (2 threads; a single chunk runs on one). Each
+rank checks its output block against NumPy's result (memory-mapped, as
+above), dask's result is checked on its warm-up run.
+
 Input: ``x[i, j, k] = cos(0.37 i + 0.011 j k) + 1j sin(0.13 i j + 0.7 k)``,
 computed by each rank for its own slab. Times are medians over rounds; in
 each round one ``mpiexec -n 2`` warms up both MPI variants (twice each),
@@ -61,6 +69,12 @@ def field(i, j, k) -> np.ndarray:
 def whole_input(n: int) -> np.ndarray:
     i, j, k = np.ogrid[:n, :n, :n]
     return field(i, j, k)
+
+
+def field_1d(i) -> np.ndarray:
+    """The 1-D input at global indices `i`."""
+    i = np.asarray(i, dtype=np.float64)
+    return np.cos(0.37 * i) + 1j * np.sin(1e-7 * i * i)
 
 
 # -- under mpiexec -n 2 ---------------------------------------------------------------------------
@@ -130,12 +144,38 @@ def mpi_part(n: int, reference: str, repeats: int) -> None:
         print(json.dumps({**result, "nearly": nearly}))
 
 
-def _mpi_run(n: int, reference: str, repeats: int) -> dict:
+def mpi_part_1d(n: int, reference: str, repeats: int) -> None:
+    """dapx's 1-D ``np.fft.fft`` of `n` values, block-distributed (the four-step FFT)."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    a = dapx.empty((n,), dtype=np.complex128, backend=dapx.mpi())
+    a.local()[...] = field_1d(a.distribution.global_indices(rank)[0])
+    times = []
+    for i in range(2 + repeats):  # two warm-ups
+        comm.Barrier()
+        t0 = time.perf_counter()
+        f = np.fft.fft(a)
+        comm.Barrier()
+        if i >= 2:
+            times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    idx = f.distribution.global_indices(rank)[0]
+    want = np.load(reference, mmap_mode="r")[idx[0] : idx[-1] + 1] if idx.size else np.empty(0)
+    diff = comm.allreduce(float(np.sum(np.abs(f.local() - want) ** 2)), op=MPI.SUM)
+    norm = comm.allreduce(float(np.sum(np.abs(want) ** 2)), op=MPI.SUM)
+    err = (diff / norm) ** 0.5  # ||dapx - NumPy|| / ||NumPy||
+    if rank == 0:
+        print(json.dumps({"dapx": statistics.median(times), "err": err}))
+
+
+def _mpi_run(n: int, reference: str, repeats: int, one_d: bool = False) -> dict:
     """One round of the MPI part, in its own ``mpiexec -n 2``."""
     mpiexec = Path(sys.executable).parent / "mpiexec"
     env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
     cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", sys.executable]
-    cmd += [__file__, "--mpi-rank", "--size", str(n), "--reference", reference]
+    cmd += [__file__, "--mpi-rank-1d" if one_d else "--mpi-rank", "--size", str(n)]
+    cmd += ["--reference", reference]
     cmd += ["--repeats", str(repeats)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -161,6 +201,47 @@ def dask_run(x: np.ndarray, reference: np.ndarray | None) -> float:
     return elapsed
 
 
+def dask_run_1d(x: np.ndarray, reference: np.ndarray | None) -> float:
+    import dask
+    import dask.array as da
+
+    with dask.config.set(scheduler="threads", num_workers=2):
+        d = da.from_array(x, chunks=x.shape).persist()  # dask's fft needs the axis in one chunk
+        t0 = time.perf_counter()
+        y = da.fft.fft(d).persist()
+        elapsed = time.perf_counter() - t0
+    if reference is not None and not np.allclose(y.compute(), reference, rtol=1e-9, atol=1e-6):
+        raise AssertionError("dask's fft differs from NumPy's")
+    return elapsed
+
+
+def report_1d(log2n: int, rounds: int, repeats: int) -> None:
+    """The 1-D table: dapx (mpiexec -n 2), NumPy (one process), dask (one chunk)."""
+    n = 2**log2n
+    x = field_1d(np.arange(n))
+    ref = np.fft.fft(x)
+    np_times, dask_times, runs = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = str(Path(tmp) / "fft.npy")
+        np.save(reference, ref)
+        dask_run_1d(x, ref)  # warm-up and the check of dask's result
+        np.fft.fft(x)
+        for _ in range(rounds):  # interleaved
+            runs.append(_mpi_run(n, reference, repeats, one_d=True))
+            t0 = time.perf_counter()
+            np.fft.fft(x)
+            np_times.append(time.perf_counter() - t0)
+            dask_times.append(dask_run_1d(x, None))
+    worst = max(r["err"] for r in runs)
+    if worst > 8 * log2n * np.finfo(float).eps:
+        raise AssertionError(f"dapx's 1-D fft differs from NumPy's: {worst:.2e} of ||X||")
+    mine = statistics.median(r["dapx"] for r in runs)
+    print(f"\n1-D fft of 2^{log2n} complex128 (median of {rounds} rounds); results match NumPy's")
+    print(f"  NumPy, one process            {statistics.median(np_times):8.3f} s")
+    print(f"  dapx four-step, mpiexec -n 2  {mine:8.3f} s   (max error {worst:.1e} of ||X||)")
+    print(f"  dask.array.fft.fft, 1 chunk   {statistics.median(dask_times):8.3f} s")
+
+
 # -- the report -----------------------------------------------------------------------------------
 
 
@@ -169,13 +250,22 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per mpiexec round")
+    parser.add_argument("--one-d", type=int, default=24, help="log2 of the 1-D size (0: skip)")
+    parser.add_argument("--no-3d", action="store_true", help="only the 1-D table")
     # Set on the processes this script starts under mpiexec, not by hand.
     parser.add_argument("--mpi-rank", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mpi-rank-1d", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = args.size
     if args.mpi_rank:
         mpi_part(n, args.reference, args.repeats)
+        return 0
+    if args.mpi_rank_1d:
+        mpi_part_1d(n, args.reference, args.repeats)
+        return 0
+    if args.no_3d:
+        report_1d(args.one_d, args.rounds, args.repeats)
         return 0
     print(f"fftn of {n}^3 complex128 (median of {args.rounds} rounds)")
     x = whole_input(n)
@@ -205,6 +295,8 @@ def main() -> int:
     print(f"  dask                          {dask_time:8.3f} s")
     rounds = ", ".join(f"{d / r['dapx']:.1f}" for d, r in zip(dask_times, runs))
     print(f"  dapx is {speedup:.1f}x faster (target >= 2x; rounds: {rounds})")
+    if args.one_d:
+        report_1d(args.one_d, args.rounds, args.repeats)
     return 0
 
 

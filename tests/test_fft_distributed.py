@@ -189,3 +189,116 @@ def test_plans():
     assert inverse[-1].axes[-1] == 2 and len(inverse[-1].axes) >= 1
     every = plan_stages((2, 2), (0, 1), (8, 8), (8, 8))
     assert [s.grid for s in every] == [(2, 2), (4, 1), (1, 4)]
+
+
+# -- the four-step 1-D FFT (`dapx.functions.fft_four_step`) ---------------------------------------
+
+ONE_D = [
+    (F.fft, "c"),
+    (F.ifft, "c"),
+    (F.rfft, "r"),
+    (F.irfft, "c"),
+    (F.hfft, "c"),
+    (F.ihfft, "r"),
+]
+
+
+def close_1d(got, want, n, dtype):
+    """``|got - want| <= c * log2(n) * eps * ||x||``-style bound, relative to ``||want||``."""
+    assert got.shape == want.shape and got.dtype == want.dtype
+    g = got.gather()
+    eps = np.finfo(np.result_type(want.dtype, np.float32)).eps
+    scale = max(np.linalg.norm(want), np.finfo(float).tiny)
+    assert np.linalg.norm(g - want) <= 8 * max(math.log2(n), 1) * eps * scale
+
+
+@pytest.mark.parametrize("m", [144, 35, 30])
+@pytest.mark.parametrize("dist", ["b", "c"])
+@pytest.mark.parametrize(("func", "kind"), ONE_D, ids=[f.__name__ for f, _ in ONE_D])
+def test_four_step_against_numpy(backend, m, dist, func, kind):
+    x = data((m,), np.complex128 if kind == "c" else np.float64, seed=m)
+    a = on(x, backend, (backend.nranks,), dist)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dapx.GatherWarning)
+        for n in (None, m - m // 3, m + m // 2):  # truncated and padded; none prime
+            for norm in (None, "ortho", "forward", "backward"):
+                want = func(x, n=n, norm=norm)
+                close_1d(func(a, n=n, norm=norm), want, want.size, x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.int32])
+def test_four_step_dtypes(backend, dtype):
+    x = data((48,), dtype) if dtype != np.int32 else np.arange(48, dtype=np.int32) % 7
+    a = on(x, backend, (backend.nranks,))
+    for func, kind in ONE_D:
+        if kind == "r" and np.dtype(dtype).kind == "c":
+            with pytest.raises(TypeError):
+                func(a)
+            continue
+        want = func(x)
+        close_1d(func(a), want, 48, dtype)
+
+
+def test_four_step_layouts_and_round_trips(backend):
+    x = data((96,), np.float64)
+    a = on(x, backend, (backend.nranks,), "c")
+    f = F.fft(a)
+    assert backend.nranks == 1 or f.distribution.maps[0].dist_type == "b"  # the last exchange
+    assert_eq(F.ifft(f).real, x, rtol=1e-12, atol=1e-12)
+    assert_eq(F.irfft(2 * F.rfft(a), n=96), 2 * x, rtol=1e-12, atol=1e-12)
+    with fft_layout("input"):
+        g = F.fft(a, norm="ortho")
+        h = F.fft(a, n=90)  # another length: even blocks on the input's grid
+    assert g.distribution == a.distribution
+    assert_eq(g, F.fft(x, norm="ortho"), rtol=1e-10, atol=1e-10)
+    assert h.distribution.grid_shape == a.distribution.grid_shape
+    assert_eq(h, F.fft(x, n=90), rtol=1e-10, atol=1e-10)
+    out = dapx.zeros(96, dtype=np.complex128, backend=backend)
+    assert F.fft(a, out=out) is out
+    assert_eq(out, F.fft(x), rtol=1e-10, atol=1e-10)
+
+
+def test_four_step_factors():
+    from dapx.functions.fft_four_step import factors
+
+    assert factors(2**24, 2) == (4096, 4096)
+    assert factors(2**25, 4) == (8192, 4096)
+    assert factors(144, 6) == (12, 12) and factors(36, 6) == (6, 6)
+    assert factors(2 * 97, 4) == (97, 2)  # no split with both >= 4: the nearest
+    assert factors(97, 2) is None and factors(3, 1) is None
+
+
+@pytest.mark.parametrize("func", [F.fft, F.ifft, F.rfft, F.ihfft])
+def test_four_step_memory_bound(backend, func, monkeypatch):
+    """Three exchanges, each rank receiving at most its share of the complex values."""
+    n = 144  # 12 x 12, divisible by every count of 1-6 ranks
+    x = data((n,), np.float64)
+    a = on(x, backend, (backend.nranks,))
+    largest = []
+    original = type(backend).alltoallv
+
+    def counting(self, sends, recvcounts, *args, **kwargs):
+        received = original(self, sends, recvcounts, *args, **kwargs)
+        for pieces in received.values():
+            largest.append(sum(p.nbytes for p in pieces.values()))
+        return received
+
+    monkeypatch.setattr(type(backend), "alltoallv", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dapx.GatherWarning)
+        f = func(a)
+    monkeypatch.undo()
+    share = n // backend.nranks * 16
+    if backend.nranks > 1:
+        assert len(largest) == 3 * len(backend.local_ranks)
+    assert max(largest, default=0) <= share
+    close_1d(f, func(x), n, x.dtype)
+
+
+def test_one_dimensional_prime_length_is_made_whole(backend, monkeypatch):
+    monkeypatch.setattr(dapx.config, "gather_warning_threshold", 1)
+    x = data((13,), np.complex128)
+    a = on(x, backend, (backend.nranks,))
+    warn = pytest.warns(dapx.GatherWarning) if backend.nranks > 1 else warnings.catch_warnings()
+    with warn:
+        assert_eq(F.fft(a), F.fft(x), rtol=1e-10, atol=1e-10)

@@ -5,9 +5,11 @@ NumPy transforms the axes that are whole on the ranks, one all-to-all
 (a "transpose") makes the next axes whole, and so on (one transpose for a
 1-D process grid, two for a 2-D grid), as mpi4py-fft does. Each rank holds
 O(N/P) elements (its blocks and exchange buffers): no rank ever holds the
-whole array, except for a 1-d array whose only axis is distributed, which is
-made whole on one process with a `dapx.GatherWarning` above the gather
-threshold (there is no other axis to transpose onto).
+whole array. A 1-d array whose only axis is distributed has no other axis to
+transpose onto: its 1-axis transforms (`fft` ... `ihfft`) split the axis by
+the four-step algorithm (`dapx.functions.fft_four_step`); a length that does
+not split (prime, or below 4), and `fftn` and its kin, make it whole on one
+process with a `dapx.GatherWarning` above the gather threshold.
 
 Results have NumPy's shapes and dtypes (single precision stays single) and
 are left in the last transpose's layout; ``dapx.config.fft_layout = "input"``
@@ -30,6 +32,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..config import config
 from ..core.array import DistributedArray
 from ..core.dispatch import implements
+from .fft_four_step import factors, four_step
 from .fft_transposes import transform_in_stages
 from .joining import roll
 from .shaping import moveaxis, write_into
@@ -104,12 +107,15 @@ def _one_axis(func, name: str, kind: str):
 
     def transform(a, n=None, axis=-1, norm=None, out=None):
         axis = normalize_axis_index(axis, a.ndim)
+        m = a.shape[axis]
+        length = _check_length(int(n) if n is not None else (2 * (m - 1) if kind == "c2r" else m))
         if _only_axis_distributed(a):
+            if factors(length, a.distribution.grid_shape[0]) is not None:
+                result = four_step(a, func.__name__, length, norm)
+                return result if out is None else write_into(out, result)
             return _whole_path(
                 lambda b, axes: func(b, n=n, axis=axes[0], norm=norm), a, [axis], name, out
             )
-        m = a.shape[axis]
-        length = _check_length(int(n) if n is not None else (2 * (m - 1) if kind == "c2r" else m))
         size = length // 2 + 1 if kind == "r2c" else length
         result = transform_in_stages(
             a,
