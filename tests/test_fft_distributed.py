@@ -163,11 +163,19 @@ def test_memory_bound(backend, grid_kind, monkeypatch):
 
 
 def test_one_dimensional_arrays(backend):
-    x = data((12,), np.complex128)
-    a = on(x, backend, (backend.nranks,))
-    warn = pytest.warns(dapx.GatherWarning) if backend.nranks > 1 else warnings.catch_warnings()
-    with warn:
-        assert_eq(F.fftn(a), F.fftn(x), rtol=1e-10, atol=1e-10)
+    """A 1-d array's n-d transforms are its 1-d ones: four-step, or whole for a prime length."""
+    for n in (12, 13):
+        x = data((n,), np.complex128)
+        a = on(x, backend, (backend.nranks,))
+        gathered = backend.nranks > 1 and n == 13
+        for f in (F.fftn, F.ifftn, F.irfftn):  # s=(n,): irfftn's length n, not 2 (n - 1)
+            warn = pytest.warns(dapx.GatherWarning) if gathered else warnings.catch_warnings()
+            with warn:
+                assert_eq(f(a, s=(n,), axes=(0,)), f(x, s=(n,), axes=(0,)), rtol=1e-10, atol=1e-10)
+        r = on(x.real.copy(), backend, (backend.nranks,))
+        warn = pytest.warns(dapx.GatherWarning) if gathered else warnings.catch_warnings()
+        with warn:
+            assert_eq(F.rfftn(r, norm="ortho"), F.rfftn(x.real, norm="ortho"), atol=1e-10)
 
 
 def test_bad_input(backend):

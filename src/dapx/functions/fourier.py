@@ -8,7 +8,7 @@ O(N/P) elements (its blocks and exchange buffers): no rank ever holds the
 whole array. A 1-d array whose only axis is distributed has no other axis to
 transpose onto: its 1-axis transforms (`fft` ... `ihfft`) split the axis by
 the four-step algorithm (`dapx.functions.fft_four_step`); a length that does
-not split (prime, or below 4), and `fftn` and its kin, make it whole on one
+not split (prime, or below 4) makes it whole on one
 process with a `dapx.GatherWarning` above the gather threshold.
 
 Results have NumPy's shapes and dtypes (single precision stays single) and
@@ -178,6 +178,15 @@ def _cook(a, s, axes, c2r: bool) -> tuple[list[int], list[int]]:
     return axes, lengths
 
 
+#: The 1-axis transform that an n-axis one is on a single axis.
+_ONE_AXIS_OF = {
+    ("c2c", False): "fft",
+    ("c2c", True): "ifft",
+    ("r2c", False): "rfft",
+    ("c2r", True): "irfft",
+}
+
+
 def _many_axes(name: str, kind: str, inverse: bool, default_axes):
     """An n-axis transform: `kind` "c2c", "r2c" (rfftn) or "c2r" (irfftn)."""
     whole, part = {
@@ -200,6 +209,10 @@ def _many_axes(name: str, kind: str, inverse: bool, default_axes):
     def transform(a, s=None, axes=default_axes, norm=None, out=None):
         axes, lengths = _cook(a, s, axes, kind == "c2r")
         if _only_axis_distributed(a):
+            if len(axes) == 1 and factors(lengths[0], a.distribution.grid_shape[0]) is not None:
+                # A 1-d array's n-d transform is its 1-d transform: the four-step FFT.
+                result = four_step(a, _ONE_AXIS_OF[kind, inverse], lengths[0], norm)
+                return result if out is None else write_into(out, result)
             return _whole_path(
                 lambda b, axes: reference(b, s=lengths, axes=axes, norm=norm),
                 a,
