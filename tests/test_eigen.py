@@ -19,6 +19,7 @@ import pytest
 import dapx
 from dapx.functions import eigen
 from dapx.testing import layout
+from tests._received import ReceivedSizes
 
 la = np.linalg
 DTYPES = (np.float64, np.float32, np.complex128)
@@ -234,35 +235,6 @@ def test_round_robin_meets_every_pair_once_per_sweep(n, nranks, nb):
     assert t.widths.sum() == n and t.widths.max() <= (nb or n)
 
 
-class Recorder:
-    """Wraps the backend class's collectives: the most any local rank receives in one call."""
-
-    def __init__(self, backend, monkeypatch):
-        self.largest, self.calls, self.step = 0, 0, 0
-        cls, recorder = type(backend), self
-        alltoallv, allgather = cls.alltoallv, cls.allgather
-
-        def recording_alltoallv(self, sends, recvcounts, sparse=False):
-            received = alltoallv(self, sends, recvcounts, sparse=sparse)
-            recorder.calls += bool(sparse)
-            for pieces in received.values():
-                recorder.see(sum(p.size for p in pieces.values()))
-                if sparse:  # the tournament's steps (redistributions are not sparse)
-                    recorder.step = max(recorder.step, sum(p.size for p in pieces.values()))
-            return received
-
-        def recording_allgather(self, values):
-            gathered = allgather(self, values)
-            recorder.see(sum(np.size(v) for v in gathered if isinstance(v, np.ndarray)))
-            return gathered
-
-        monkeypatch.setattr(cls, "alltoallv", recording_alltoallv)
-        monkeypatch.setattr(cls, "allgather", recording_allgather)
-
-    def see(self, size: int) -> None:
-        self.largest = max(self.largest, size)
-
-
 def test_memory_bound_one_block_per_exchange(backend, monkeypatch):
     """A tournament step receives one block of V and W (2 n nb); the moves at the ends a share."""
     n, nb = 60, 4
@@ -271,14 +243,14 @@ def test_memory_bound_one_block_per_exchange(backend, monkeypatch):
     spec = {"dist": "b", "bounds": cols.tolist()}
     a = dapx.asarray(x, backend=backend, dist=("n", spec), grid=(1, backend.nranks))
     share = n * int(np.diff(cols).max())  # the most columns a rank holds, with all rows
-    rec = Recorder(backend, monkeypatch)
+    rec = ReceivedSizes(backend, monkeypatch)
     w, v = eigen.eigh(a, block_size=nb)
     largest, rec.largest = rec.largest, 0
     assert largest <= max(2 * n * nb, share, n) or backend.nranks == 1
     assert 2 * n * nb < n * n // 4  # the bound is far from the whole matrix
     if backend.nranks > 1:  # every tournament step: one block of V and W, nothing more
-        assert 0 < rec.step <= 2 * n * nb < share
-        assert rec.calls >= 2 * (2 * n // (2 * nb) - 1)
+        assert 0 < rec.sparse_step <= 2 * n * nb < share
+        assert rec.sparse_calls >= 2 * (2 * n // (2 * nb) - 1)
     w2, v2 = eigen.eigh(dist(x, backend), block_size=nb)  # rows: the first exchanges move a share
     rows = n * -(-n // backend.nranks)
     assert rec.largest <= max(2 * n * nb, share, rows, n) or backend.nranks == 1

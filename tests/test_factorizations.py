@@ -14,6 +14,7 @@ import pytest
 import dapx
 from dapx.functions import factorizations as fz
 from dapx.functions import lu
+from tests._received import ReceivedSizes
 
 la = np.linalg
 DTYPES = (np.float64, np.float32, np.complex128)
@@ -250,32 +251,6 @@ def test_same_bits_as_the_simulated_backend(backend):
         assert np.array_equal(got, expected)
 
 
-class Recorder:
-    """Wraps the backend class's collectives: the most any local rank receives in one call."""
-
-    def __init__(self, backend, monkeypatch):
-        self.largest = 0
-        cls, recorder = type(backend), self
-        alltoallv, allgather = cls.alltoallv, cls.allgather
-
-        def recording_alltoallv(self, sends, recvcounts, sparse=False):
-            received = alltoallv(self, sends, recvcounts, sparse=sparse)
-            for pieces in received.values():
-                recorder.see(sum(p.size for p in pieces.values()))
-            return received
-
-        def recording_allgather(self, values):
-            gathered = allgather(self, values)
-            recorder.see(sum(np.size(v) for v in gathered if isinstance(v, np.ndarray)))
-            return gathered
-
-        monkeypatch.setattr(cls, "alltoallv", recording_alltoallv)
-        monkeypatch.setattr(cls, "allgather", recording_allgather)
-
-    def see(self, size: int) -> None:
-        self.largest = max(self.largest, size)
-
-
 def test_memory_bound_one_panel(backend, monkeypatch):
     n, nb = 60, 4
     x, b = general(n, seed=12), np.ones((n, 2))
@@ -285,7 +260,7 @@ def test_memory_bound_one_panel(backend, monkeypatch):
     panel = (n + 1) * nb  # n x nb and a row of pivots; LU swaps <= 2 nb rows of its columns
     swaps = 2 * nb * max(d.maps[1].local_length(j) + nb for j in range(d.grid_shape[1]))
     a, s = block_cyclic(x, backend, nb), block_cyclic(spd(n), backend, nb)  # in place already
-    rec = Recorder(backend, monkeypatch)
+    rec = ReceivedSizes(backend, monkeypatch)
     fz.cholesky(s, block_size=nb)
     assert 0 < rec.largest <= panel or backend.nranks == 1
     lu.lu_solve(a, dapx.asarray(b, backend=backend), block_size=nb)  # b: n x 2 moves once

@@ -19,6 +19,7 @@ import dapx
 from dapx.functions.fft_transposes import plan_stages
 from dapx.functions.fourier import fft_layout
 from dapx.testing import assert_eq, layout
+from tests._received import ReceivedSizes
 
 F = np.fft
 
@@ -141,24 +142,15 @@ def test_memory_bound(backend, grid_kind, monkeypatch):
     x = data(shape, np.complex128)
     grid = grid_of(grid_kind, 3, backend.nranks)
     a = on(x, backend, grid)
-    largest = []
-    original = type(backend).alltoallv
-
-    def counting(self, sends, recvcounts, *args, **kwargs):
-        received = original(self, sends, recvcounts, *args, **kwargs)
-        for pieces in received.values():
-            largest.append(sum(p.nbytes for p in pieces.values()))
-        return received
-
-    monkeypatch.setattr(type(backend), "alltoallv", counting)
+    received_bytes = ReceivedSizes(backend, monkeypatch).exchanges
     with warnings.catch_warnings():
         warnings.simplefilter("error", dapx.GatherWarning)
         f = F.fftn(a)
     monkeypatch.undo()
     share = math.ceil(math.prod(shape) / backend.nranks) * 16
     exchanges = sum(p > 1 for p in grid)  # one transpose per distributed axis
-    assert len(largest) == exchanges * len(backend.local_ranks)
-    assert max(largest, default=0) <= share
+    assert len(received_bytes) == exchanges * len(backend.local_ranks)
+    assert max(received_bytes, default=0) <= share
     assert_eq(f, F.fftn(x), rtol=1e-10, atol=1e-10)
 
 
@@ -282,24 +274,15 @@ def test_four_step_memory_bound(backend, func, monkeypatch):
     n = 144  # 12 x 12, divisible by every count of 1-6 ranks
     x = data((n,), np.float64)
     a = on(x, backend, (backend.nranks,))
-    largest = []
-    original = type(backend).alltoallv
-
-    def counting(self, sends, recvcounts, *args, **kwargs):
-        received = original(self, sends, recvcounts, *args, **kwargs)
-        for pieces in received.values():
-            largest.append(sum(p.nbytes for p in pieces.values()))
-        return received
-
-    monkeypatch.setattr(type(backend), "alltoallv", counting)
+    received_bytes = ReceivedSizes(backend, monkeypatch).exchanges
     with warnings.catch_warnings():
         warnings.simplefilter("error", dapx.GatherWarning)
         f = func(a)
     monkeypatch.undo()
     share = n // backend.nranks * 16
     if backend.nranks > 1:
-        assert len(largest) == 3 * len(backend.local_ranks)
-    assert max(largest, default=0) <= share
+        assert len(received_bytes) == 3 * len(backend.local_ranks)
+    assert max(received_bytes, default=0) <= share
     close_1d(f, func(x), n, x.dtype)
 
 
