@@ -38,14 +38,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _children import run_child, thread_env
 
 ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "68719476736"}
 PIECES = 16  # each matrix is drawn in 16 chunks of rows, each from its own seed
@@ -197,17 +195,7 @@ def mpi_child(n: int, turn: int) -> dict | None:
 
 
 def _run(args: list[str], threads: int, mpi: bool = False) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
-    env.update(ENV)
-    env.update({f"{v}_NUM_THREADS": str(threads) for v in ("OMP", "OPENBLAS", "MKL")})
-    cmd = [sys.executable, __file__, *args]
-    if mpi:
-        mpiexec = Path(sys.executable).parent / "mpiexec"
-        cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "4", *cmd]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args, ranks=4 if mpi else 0, env={**ENV, **thread_env(threads)})
 
 
 def main() -> int:

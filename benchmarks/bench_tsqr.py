@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _children import run_child
 
 CHILD_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -148,16 +146,7 @@ def dask_child(m: int, n: int) -> dict:
 
 
 def _run(args: list[str], mpi: bool = False) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "DAPX_BACKEND"}
-    env.update(CHILD_ENV)
-    cmd = [sys.executable, __file__, *args]
-    if mpi:
-        mpiexec = Path(sys.executable).parent / "mpiexec"
-        cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "2", *cmd]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args, ranks=2 if mpi else 0, env=CHILD_ENV)
 
 
 def main() -> int:
