@@ -209,9 +209,23 @@ def test_a_failure_on_one_rank_reaches_every_rank(dask):
     assert_eq(a + 1, np.arange(12.0) + 1)  # the backend is still usable
 
 
+def test_an_error_that_cannot_travel_to_the_client_is_still_reported(dask):
+    def fails_with_an_error_that_does_not_pickle(block):
+        class Unsendable(Exception):
+            def __reduce__(self):
+                raise TypeError("this error does not pickle")
+
+        raise Unsendable("bad block")
+
+    a = dapx.arange(12.0, backend=dask)
+    with pytest.raises(RuntimeError, match=r"Unsendable: bad block.*while sending its outcome"):
+        dapx.map_overlap(fails_with_an_error_that_does_not_pickle, a, depth=1, boundary=0.0)
+    assert_eq(a + 1, np.arange(12.0) + 1)  # the backend is still usable
+
+
 def test_a_step_longer_than_the_poll_interval_succeeds(dask):
-    """The client awaits a step a short wait at a time (`_POLL`): ranks still running after
-    a wait are waited for again, not failed (the waiting is cancelled, not the step)."""
+    """The client awaits a step's outcomes a short wait at a time (`_POLL`): ranks still
+    running after a wait are waited for again, not failed."""
     from dapx.backends import dask as dask_module
 
     def slow_double(block):

@@ -6,7 +6,7 @@ blocks of every array live in that actor's memory, on that worker. dapx's
 array logic, written once for the SPMD backends, runs there: the client
 ships each operation (a NumPy or dapx function and its arguments, arrays
 replaced by references) to every rank, each rank runs it on its blocks with
-a `RankBackend` whose collectives are messages between the actors (worker to
+a `RankBackend` whose collectives are messages between the ranks (worker to
 worker, not through the scheduler), and the client gets back the metadata of
 the resulting arrays, as `RemoteArray` handles. Only small objects and
 scalar results travel to the client; blocks move to it only when asked
@@ -26,26 +26,25 @@ messages between them) and what travels between the client and them are in
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import itertools
 import os
+import selectors
 import warnings
 import weakref
-from typing import Any
 
 import numpy as np
 
 from ..errors import RankError
 from .base import Backend, remote_arrays
+from .dask_channels import Channel, frames
 from .dask_ranks import (
     BACKEND,
     Meta,
     RankActor,
     RankBackend,
     Ref,
-    awaited,
     state_of,
     walk,
     worker_environ,
@@ -76,26 +75,6 @@ def _serialized(func, args, kwargs) -> bytes:
             f"cannot send {getattr(func, '__name__', func)!r} and its arguments to the dask "
             f"ranks: {type(e).__name__}: {e}"
         ) from e
-
-
-async def _settle(calls: list, timeout: float) -> list[tuple[bool, Any]]:
-    """Wait for actor `calls` together, at most `timeout` s, or until one finds its worker
-    gone: ``(True, result)``, ``(True, OSError)`` for a lost worker, or ``(False, None)``."""
-    tasks = [asyncio.ensure_future(awaited(c)) for c in calls]
-    await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
-    for task in tasks:
-        if not task.done():
-            # Only the waiting stops: the call itself goes on. (A cancelled task is done
-            # only once the loop runs again: until then, "not done" marks it unsettled.)
-            task.cancel()
-    errors = [task.exception() if task.done() else None for task in tasks]  # all retrieved
-    for error in errors:
-        if error is not None and not isinstance(error, OSError):
-            raise error
-    return [
-        (False, None) if not task.done() else (True, error if error else task.result())
-        for task, error in zip(tasks, errors)
-    ]
 
 
 # -- the client side ---------------------------------------------------------------------------
@@ -154,9 +133,10 @@ class DaskBackend(Backend):
         ]
         self._actor_futures = futures
         self.actors = [f.result() for f in futures]
-        peers = [(a._address, a.key) for a in self.actors]
-        for call in [a.connect(peers) for a in self.actors]:
+        addresses = [call.result() for call in [a.listen() for a in self.actors]]
+        for call in [a.connect(addresses) for a in self.actors]:
             call.result()
+        self._channels = [Channel.connect(tuple(a), ("hello", "client")) for a in addresses]
         self._steps = itertools.count(1)
         # Ids of arrays no handle refers to any more, released with the next call. One list for
         # the backend's life: finalizers hold its append method.
@@ -232,9 +212,14 @@ class DaskBackend(Backend):
         release = [self._released.pop() for _ in range(len(self._released))]
         step = next(self._steps)
         settings = state_of(config)
-        payload = _serialized(func, shipped_args, shipped_kwargs)  # once, for every rank
-        calls = [a.run(step, payload, release, settings) for a in self.actors]
-        outcomes = self._outcomes(step, calls)
+        payload = _serialized(func, shipped_args, shipped_kwargs)
+        message = frames(("run", step, payload, release, settings))  # once, for every rank
+        for r, channel in enumerate(self._channels):
+            try:
+                channel.send_frames(message)
+            except OSError as e:
+                self._lost(step, r, e)
+        outcomes = self._outcomes(step)
         failed = [o for o in outcomes if o[0] == "failed"]
         if failed or any(o[0] == "other" for o in outcomes):
             self._discard([o[1] for o in outcomes if o[0] == "ok"])
@@ -306,35 +291,41 @@ class DaskBackend(Backend):
         self._check_open()
         return self.actors[rank].block(array_id, padded).result()
 
-    def _outcomes(self, step: int, calls: list) -> list:
+    def _outcomes(self, step: int) -> list:
         """Every rank's outcome of `step`; RankError as soon as a rank's worker is lost.
 
-        The calls are awaited together, on the client's event loop (one hop there and back
-        for all of them), a short wait at a time, so that a lost worker is seen even while
-        other ranks still wait (forever) for its messages.
+        The outcomes are read as they arrive, from whichever rank sends first, so that a
+        lost worker (its connection ends) is seen even while other ranks still wait
+        (forever) for its messages.
         """
-        outcomes: list = [None] * len(calls)
-        pending = list(range(len(calls)))
-        while pending:
-            settled = self.client.sync(_settle, [calls[r] for r in pending], _POLL)
-            for r, (done, value) in zip(list(pending), settled):
-                if not done:
-                    continue
-                if isinstance(value, OSError):  # "Unable to contact Actor's worker": gone
-                    self._lost(step, r, value)
-                outcomes[r] = value
-                pending.remove(r)
+        outcomes: list = [None] * self._nranks
+        with selectors.DefaultSelector() as selector:
+            for r, channel in enumerate(self._channels):
+                selector.register(channel.sock, selectors.EVENT_READ, r)
+            pending = self._nranks
+            while pending:
+                for key, _ in selector.select(_POLL):
+                    r = key.data
+                    try:
+                        kind, done, outcome = self._channels[r].receive()
+                    except (ConnectionError, OSError) as e:  # its worker process ended
+                        self._lost(step, r, e)
+                    if kind != "outcome" or done != step:
+                        raise RuntimeError(f"rank {r} answered step {done}, not step {step}")
+                    outcomes[r] = outcome
+                    selector.unregister(key.fileobj)
+                    pending -= 1
         return outcomes
 
     def _lost(self, step: int, rank: int, error: BaseException) -> None:
         """Free the other ranks from `step`, retire this backend, raise RankError."""
         message = f"its dask worker {self.workers[rank]} was lost ({type(error).__name__}: {error})"
-        for r, actor in enumerate(self.actors):
+        for r, channel in enumerate(self._channels):
             if r != rank:
-                # A rank waiting for the lost one's messages leaves the step (unless its
-                # worker is gone too).
-                with contextlib.suppress(Exception):
-                    actor.fail(step, rank, rank, message).result(timeout=5)
+                # A rank waiting for the lost one's messages leaves the step (it may have
+                # seen the connection end already; unless its worker is gone too).
+                with contextlib.suppress(OSError):
+                    channel.send(("fail", step, rank, rank, message))
         self._broken = f"rank {rank} {message}"
         raise RankError(rank, message)
 
@@ -350,6 +341,8 @@ class DaskBackend(Backend):
             return
         self._closed = True
         try:
+            for channel in self._channels:  # each rank's step thread and inbox end with it
+                channel.close()
             for f in self._actor_futures:
                 f.release()
             if self._cluster is not None:
@@ -368,7 +361,7 @@ class DaskBackend(Backend):
         return f"DaskBackend(nranks={self._nranks}, workers={len(set(self.workers))})"
 
 
-#: Seconds the client waits on one rank before looking at the others (for lost workers).
+#: Seconds the client waits for outcomes at a time (a step may take longer).
 _POLL = 0.2
 
 #: Conversions of a 0-d array the client answers from a value it knows (`_known_scalar`).

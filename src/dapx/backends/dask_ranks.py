@@ -3,10 +3,12 @@
 A rank is a dask actor, `RankActor`, pinned to a worker process: it holds
 the rank's blocks of every array (by id) and runs the client's steps on a
 thread of its own with a `RankBackend`, whose collectives are messages sent
-straight to the other ranks' actors (`RankActor.deliver`), not through the
-scheduler. A rank whose step raises tells the others (`RankActor.fail`), so
-that none waits for its messages; the client (`dapx.backends.dask`) then
-reports the failure.
+straight to the other ranks, not through the scheduler. Steps, outcomes and
+messages travel on direct connections (`dapx.backends.dask_channels`); dask
+places the ranks, and serves the rare fetch of a block. A rank whose step
+raises tells the others (a "fail" message), so that none waits for its
+messages; a rank whose process ends closes its connections, which tells
+them too. The client (`dapx.backends.dask`) then reports the failure.
 
 What travels between the client and the ranks: `Ref` (an array the ranks
 hold, in a step's arguments), `Meta` (an array a step made, in its result,
@@ -18,11 +20,11 @@ rank should start with.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
+import contextlib
 import functools
 import itertools
 import os
+import queue
 import threading
 import warnings
 from typing import Any, NamedTuple
@@ -31,6 +33,7 @@ import numpy as np
 
 from ..errors import RankError
 from .base import Backend, remote_arrays
+from .dask_channels import Channel, Inbox, frames
 
 __all__ = [
     "BACKEND",
@@ -39,7 +42,6 @@ __all__ = [
     "RankActor",
     "RankBackend",
     "Ref",
-    "awaited",
     "state_of",
     "walk",
     "worker_environ",
@@ -117,11 +119,6 @@ def state_of(obj) -> dict:
     return {n: getattr(obj, n) for n in slots if hasattr(obj, n)}
 
 
-async def awaited(actor_future):
-    """The result of a dask actor call, as a coroutine (for `asyncio` to schedule)."""
-    return await actor_future
-
-
 # -- the rank side ---------------------------------------------------------------------------
 
 
@@ -154,11 +151,9 @@ class RankBackend(Backend):
     def _exchange(self, key, outgoing: dict[int, Any], sources) -> dict[int, Any]:
         """Send ``outgoing[dst]`` to each destination; receive one message from each source."""
         actor = self._actor
-        pending = [actor.send(dst, key, payload) for dst, payload in outgoing.items()]
-        received = {src: actor.receive(key, src, self._step) for src in sources}
-        for future in pending:
-            future.result()
-        return received
+        for dst, payload in outgoing.items():
+            actor.send(dst, key, payload)
+        return {src: actor.receive(key, src, self._step) for src in sources}
 
     def allgather(self, values):
         me = self._actor.rank
@@ -184,11 +179,13 @@ class RankBackend(Backend):
 
 
 class RankActor:
-    """One rank: its blocks, its mailbox and the thread that runs its steps.
+    """One rank: its blocks, its mailbox, its inbox and the thread that runs its steps.
 
-    Steps run on a thread of their own, so that messages from other ranks
-    (`deliver`, a coroutine on the worker's event loop) arrive while a step
-    waits for them.
+    dask places the actor on its worker; after `listen` and `connect`, steps
+    and messages travel on `dapx.backends.dask_channels` connections, not as
+    actor calls. Steps run on a thread of their own, so that messages from
+    other ranks (read by the inbox's thread) arrive while a step waits for
+    them.
     """
 
     def __init__(self, rank: int, nranks: int):
@@ -197,35 +194,35 @@ class RankActor:
         self.rank = rank
         self.nranks = nranks
         self._worker = get_worker()
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, f"dapx-rank-{rank}")
         self._mail: dict[tuple, Any] = {}
         # step -> {rank that left the step: (rank whose own error started it, its message)}
         self._failed: dict[int, dict[int, tuple[int, str]]] = {}
+        # rank whose connection ended -> why: it sends nothing more, in any step
+        self._gone: dict[int, str] = {}
         self._arrived = threading.Condition()
         self._store: dict[int, Any] = {}
-        self._peers: list = []
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._peers: dict[int, Channel] = {}
+        self._senders: dict[Channel, Any] = {}  # who is at the other end: a rank or "client"
+        self._client: Channel | None = None
+        self._steps: queue.SimpleQueue = queue.SimpleQueue()
+        self._inbox: Inbox | None = None
         self.backend = RankBackend(self)
 
-    # -- called by the client -------------------------------------------------------------
-    async def connect(self, peers: list[tuple[str, str]]) -> int:
-        from distributed.actor import Actor
+    # -- called by the client, as actor calls, to set up and to fetch ---------------------------
+    async def listen(self) -> tuple[str, int]:
+        """Start this rank's inbox and step thread; the address the others connect to."""
+        from distributed.comm import get_address_host
 
-        self._loop = asyncio.get_running_loop()
-        self._peers = [
-            Actor(RankActor, address, key, worker=self._worker) for address, key in peers
-        ]
+        self._inbox = Inbox(get_address_host(self._worker.address), self._arrive, self._closed)
+        threading.Thread(target=self._serve, name=f"dapx-rank-{self.rank}", daemon=True).start()
+        return self._inbox.address
+
+    async def connect(self, addresses: list[tuple[str, int]]) -> int:
+        """Open this rank's connections to the other ranks' inboxes."""
+        for r, address in enumerate(addresses):
+            if r != self.rank:
+                self._peers[r] = Channel.connect(tuple(address), ("hello", self.rank))
         return self.rank
-
-    async def run(self, step: int, payload: bytes, release=(), settings=None):
-        for i in release:
-            self._store.pop(i, None)
-        if settings:  # the client's dapx.config, e.g. the gather warning threshold
-            from ..config import config
-
-            for name, value in settings.items():
-                setattr(config, name, value)
-        return await self._loop.run_in_executor(self._thread, self._run, step, payload)
 
     async def block(self, array_id: int, padded: bool = False) -> np.ndarray:
         a = self._store[array_id]
@@ -239,28 +236,77 @@ class RankActor:
         for i in ids:
             self._store.pop(i, None)
 
-    # -- called by peers ------------------------------------------------------------------------
-    async def deliver(self, key: tuple, src: int, payload) -> None:
-        with self._arrived:
-            self._mail[(key, src)] = payload
-            self._arrived.notify_all()
+    # -- the inbox's thread -----------------------------------------------------------------------
+    def _arrive(self, channel: Channel, message: tuple) -> None:
+        kind = message[0]
+        if kind == "msg":  # ("msg", key, src, payload), from a peer
+            _, key, src, payload = message
+            with self._arrived:
+                self._mail[(key, src)] = payload
+                self._arrived.notify_all()
+        elif kind == "run":  # ("run", step, payload, release, settings), from the client
+            self._steps.put(message[1:])
+        elif kind == "fail":  # ("fail", step, rank, origin, text): `rank` left `step`
+            _, step, rank, origin, text = message
+            with self._arrived:
+                self._failed.setdefault(step, {})[rank] = (origin, text)
+                self._arrived.notify_all()
+        elif kind == "hello":
+            self._senders[channel] = message[1]
+            if message[1] == "client":
+                self._client = channel
 
-    async def fail(self, step: int, rank: int, origin: int, message: str) -> None:
-        with self._arrived:
-            self._failed.setdefault(step, {})[rank] = (origin, message)
-            self._arrived.notify_all()
+    def _closed(self, channel: Channel, error: BaseException) -> None:
+        sender = self._senders.pop(channel, None)
+        if sender == "client":  # the client closed the backend, or its process ended
+            self._steps.put(None)
+        elif sender is not None:
+            with self._arrived:
+                self._gone[sender] = f"its connection closed ({type(error).__name__}: {error})"
+                self._arrived.notify_all()
+
+    # -- the step thread --------------------------------------------------------------------------
+    def _serve(self) -> None:
+        from ..config import config
+
+        while (work := self._steps.get()) is not None:
+            step, payload, release, settings = work
+            for i in release:
+                self._store.pop(i, None)
+            for name, value in settings.items():  # the client's dapx.config
+                setattr(config, name, value)
+            outcome = self._run(step, payload)
+            try:
+                message = frames(("outcome", step, outcome))
+            except Exception as e:  # e.g. an exception or a result that does not pickle
+                why = f"{type(e).__name__}: {e}"
+                error = outcome[2] if outcome[0] == "failed" else None
+                text = (
+                    f"{type(error).__name__}: {error} (the error failed while sending its "
+                    f"outcome to the client: {why})"
+                    if error is not None
+                    else f"the step's result failed while sending its outcome to the client: {why}"
+                )
+                message = frames(("outcome", step, ("failed", self.rank, RuntimeError(text))))
+            try:
+                self._client.send_frames(message)
+            except OSError:
+                break
+        self._inbox.close()
+        for channel in self._peers.values():
+            channel.close()
+        self._store.clear()
 
     # -- used by RankBackend, on the step thread ------------------------------------------------
-    def send(self, dst: int, key: tuple, payload) -> concurrent.futures.Future:
+    def send(self, dst: int, key: tuple, payload) -> None:
         if dst == self.rank:
-            future: concurrent.futures.Future = concurrent.futures.Future()
             with self._arrived:
                 self._mail[(key, dst)] = payload
                 self._arrived.notify_all()
-            future.set_result(None)
-            return future
-        call = self._peers[dst].deliver(key, self.rank, payload)
-        return asyncio.run_coroutine_threadsafe(awaited(call), self._loop)
+            return
+        # Note: a send to a rank whose connection ended is lost; its receive side raises.
+        with contextlib.suppress(OSError):
+            self._peers[dst].send(("msg", key, self.rank, payload))
 
     def receive(self, key: tuple, src: int, step: int):
         with self._arrived:
@@ -269,20 +315,16 @@ class RankActor:
                 gone = self._failed.get(step, {})
                 if src in gone:
                     raise _StepFailed(*gone[src])
+                if src in self._gone:
+                    raise _StepFailed(src, self._gone[src])
                 self._arrived.wait()
             return self._mail.pop((key, src))
 
     def _tell_others(self, step: int, origin: int, message: str) -> None:
         """Tell every other rank that this one leaves `step` (after `origin`'s error)."""
-        calls = [
-            asyncio.run_coroutine_threadsafe(
-                awaited(p.fail(step, self.rank, origin, message)), self._loop
-            )
-            for r, p in enumerate(self._peers)
-            if r != self.rank
-        ]
-        for c in calls:
-            c.result()
+        for channel in self._peers.values():
+            with contextlib.suppress(OSError):
+                channel.send(("fail", step, self.rank, origin, message))
 
     def _run(self, step: int, payload: bytes):
         import cloudpickle
