@@ -223,6 +223,22 @@ def test_an_error_that_cannot_travel_to_the_client_is_still_reported(dask):
     assert_eq(a + 1, np.arange(12.0) + 1)  # the backend is still usable
 
 
+def test_a_step_the_client_stopped_waiting_for_does_not_answer_the_next(dask, monkeypatch):
+    from dapx.backends import dask as dask_module
+
+    a = dapx.arange(12.0, backend=dask)
+
+    def interrupted(self, step):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(dask_module.DaskBackend, "_outcomes", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            a + 1  # sent to the ranks, its outcomes never read
+    assert_eq(a * 2, np.arange(12.0) * 2)
+    assert_eq(a - 1, np.arange(12.0) - 1)
+
+
 def test_a_step_longer_than_the_poll_interval_succeeds(dask):
     """The client awaits a step's outcomes a short wait at a time (`_POLL`): ranks still
     running after a wait are waited for again, not failed."""

@@ -310,6 +310,11 @@ class DaskBackend(Backend):
                         kind, done, outcome = self._channels[r].receive()
                     except (ConnectionError, OSError) as e:  # its worker process ended
                         self._lost(step, r, e)
+                    if kind == "outcome" and done < step:
+                        # A step the client stopped waiting for (interrupted): drop its arrays.
+                        if outcome[0] == "ok":
+                            self._discard([outcome[1]])
+                        continue
                     if kind != "outcome" or done != step:
                         raise RuntimeError(f"rank {r} answered step {done}, not step {step}")
                     outcomes[r] = outcome
