@@ -123,3 +123,31 @@ def test_an_object_that_does_not_pickle_fails_before_anything_is_sent():
     finally:
         a.close()
         b.close()
+
+
+def _refuse():
+    raise ValueError("cannot be rebuilt here")
+
+
+class _Unreadable:
+    def __reduce__(self):
+        return (_refuse, ())
+
+
+def test_a_message_that_cannot_be_read_drops_its_connection_only():
+    inbox, arrived = _inbox()
+    try:
+        bad = Channel.connect(inbox.address, ("hello", 0))
+        good = Channel.connect(inbox.address, ("hello", 1))
+        bad.send(("msg", _Unreadable()))
+        got = [arrived.get(timeout=10) for _ in range(3)]
+        assert ("closed", "ValueError") in got
+        assert ("message", ("hello", 1)) in got
+        good.send(("msg", 5))
+        assert arrived.get(timeout=10) == ("message", ("msg", 5))
+        with pytest.raises(ConnectionError):
+            bad.receive()  # the inbox closed the other end
+        bad.close()
+        good.close()
+    finally:
+        inbox.close()

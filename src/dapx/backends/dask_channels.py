@@ -180,14 +180,13 @@ class Inbox:
                         continue
                     channel = key.data
                     try:
-                        message = channel.receive()
-                    except (ConnectionError, OSError) as e:
+                        self._on_message(channel, channel.receive())
+                    except Exception as e:  # closed, or a message that cannot be read
+                        # Dropping the connection tells both ends: nobody waits for it.
                         self._selector.unregister(channel.sock)
                         channels.remove(channel)
                         channel.close()
                         self._on_closed(channel, e)
-                        continue
-                    self._on_message(channel, message)
         finally:
             for channel in channels:
                 channel.close()
