@@ -282,10 +282,10 @@ class RankActor:
                 why = f"{type(e).__name__}: {e}"
                 error = outcome[2] if outcome[0] == "failed" else None
                 text = (
-                    f"{type(error).__name__}: {error} (the error failed while sending its "
-                    f"outcome to the client: {why})"
+                    f"{type(error).__name__}: {error} (the error itself could not be sent to "
+                    f"the client: {why})"
                     if error is not None
-                    else f"the step's result failed while sending its outcome to the client: {why}"
+                    else f"the step's result could not be sent to the client: {why}"
                 )
                 message = frames(("outcome", step, ("failed", self.rank, RuntimeError(text))))
             try:
