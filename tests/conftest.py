@@ -19,6 +19,8 @@ below tell it the running test's pytest timeout, which its own must stay below.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,28 @@ from dapx.testing.pytest_plugin import uses_dask, uses_mpi
 from tests import _processes
 
 pytest_plugins = ["pytester"]
+
+
+def _compile_each_module_once() -> None:
+    """Let the processes the suite starts share compiled modules, in a cache of their own.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (this workplace's machines set it),
+    every process the suite starts (pytest-xdist workers, mpiexec ranks, dask
+    workers, notebook kernels, the docs build) compiled dapx and the tests,
+    and pytest rewrote their asserts, anew: 1 s per process and 2.5 s per pytest process,
+    a third of a short mpiexec run. Instead they write their bytecode under
+    ``PYTHONPYCACHEPREFIX``, away from the sources, which the variable keeps clean.
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    user = os.getuid() if hasattr(os, "getuid") else "user"  # not shared between users
+    cache = Path(tempfile.gettempdir()) / f"dapx-tests-pycache-{user}"
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(cache))
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+# Before pytest-xdist starts its workers: they inherit the environment.
+_compile_each_module_once()
 
 dapx.config.gather_warning_threshold = 0
 
@@ -41,7 +65,40 @@ if MPI:
     settings.load_profile("dapx-mpi")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--test-sample",
+        default=None,
+        metavar="R/K",
+        help="of each test function's parametrizations (in collection order) run those at "
+        "positions R, R+K, R+2K, ...; a function with fewer runs its (R mod count)-th. "
+        "tests/test_mpi.py runs the array tests under mpiexec with different R at each count.",
+    )
+
+
+def sampled(items: list[pytest.Item], sample: str) -> list[pytest.Item]:
+    """The items `--test-sample` keeps (see its help): every test function keeps at least one."""
+    try:
+        r, k = (int(part) for part in sample.split("/"))
+        if not 0 <= r < k:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(f"--test-sample={sample}: expected R/K with 0 <= R < K") from None
+    by_function: dict[tuple, list[pytest.Item]] = {}
+    for item in items:
+        by_function.setdefault((item.path, getattr(item, "originalname", item.name)), []).append(
+            item
+        )
+    keep = set()
+    for group in by_function.values():
+        chosen = group[r::k] or [group[r % len(group)]]
+        keep.update(id(item) for item in chosen)
+    return [item for item in items if id(item) in keep]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("test_sample"):
+        config.pluginmanager.register(Sampling(), "dapx-test-sample")
     # xarray.tests, imported by test_xarray_duck_array.py, uses these marks (--strict-markers).
     config.addinivalue_line("markers", "flaky: xarray.tests' mark of flaky tests")
     config.addinivalue_line("markers", "network: xarray.tests' mark of tests that need a network")
@@ -65,19 +122,26 @@ def backend(dapx_backend):
 
 
 #: Test files whose tests start their own processes (the docs build, mpiexec jobs, dask
-#: clusters): with pytest-xdist (the README's ``-n 2``) they run one after another on one
-#: worker, first, while the other worker takes the in-process tests, so no two of them compete
-#: for the cores.
+#: clusters): they run first. pytest-xdist (the README's ``-n 2``) hands out whole files in
+#: collection order (``--dist loadfile --no-loadscope-reorder`` in pyproject.toml), so the long
+#: ones start at once, each on one worker, and the in-process files fill the time around them.
 PROCESS_SUITES = ("test_docs.py", "test_mpi.py", "test_dask_backend.py")
 
 
+class Sampling:
+    """Applies ``--test-sample`` last, to what -k and -m selected."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+        kept = sampled(items, config.getoption("test_sample"))
+        kept_ids = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept_ids])
+        items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
-        group = pytest.mark.xdist_group("processes")
-        first = [item for item in items if item.path.name in PROCESS_SUITES]
-        for item in first:
-            item.add_marker(group)
-        items[:] = first + [item for item in items if item.path.name not in PROCESS_SUITES]
+    first = [item for item in items if item.path.name in PROCESS_SUITES]
+    items[:] = first + [item for item in items if item.path.name not in PROCESS_SUITES]
     if not (MPI or DASK):
         return
     here = Path(__file__).resolve().parent

@@ -37,10 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Seconds the build may take: about 80 s alone on this machine's 2 cores, more beside the suite.
 BUILD_TIMEOUT = 840
 
+# The build runs notebook kernels: with pytest-xdist this file runs on one worker, early (see
+# tests/conftest.py), and builds the site once.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT + 60)]
-# The build runs notebook kernels: with pytest-xdist it runs beside the other tests that start
-# processes, one after another on one worker (see tests/conftest.py).
-pytestmark.append(pytest.mark.xdist_group("processes"))
 
 #: Members of Python's own classes, which the reference does not repeat for every class.
 FOREIGN = set(dir(Exception)) | set(dir(tuple)) | set(dir(object))

@@ -152,6 +152,27 @@ def test_spmd_run_check_rejects_runs_that_merely_say_passed():
             _check_spmd_run(run(stdout, returncode), 2, collected)
 
 
+def test_a_sample_keeps_every_function_and_the_samples_cover_every_case():
+    from types import SimpleNamespace
+
+    from tests.conftest import sampled
+
+    def items(name, count):
+        return [
+            SimpleNamespace(path="t.py", originalname=name, name=f"{name}[{i}]")
+            for i in range(count)
+        ]
+
+    everything = items("f", 7) + items("g", 2) + items("h", 1)
+    names = [i.name for i in sampled(everything, "3/6")]
+    assert names == ["f[3]", "g[1]", "h[0]"]
+    union = {i.name for r in range(6) for i in sampled(everything, f"{r}/6")}
+    assert union == {i.name for i in everything}
+    for bad in ("6/6", "-1/3", "1", "a/b"):
+        with pytest.raises(pytest.UsageError, match="--test-sample"):
+            sampled(everything, bad)
+
+
 SPMD_ARGS = ("-q", "-p", "no:cacheprovider", "-x", "tests/mpi")
 
 
@@ -183,9 +204,8 @@ ARRAY_TESTS = [
         "xarray_duck_array",
     )
 ]
-#: Files of NumPy's library functions, algorithms and I/O: whole under mpiexec -n 3 (uneven
-#: blocks and empty ones) and in the -n 4 subset. ARRAY_TESTS run whole at -n 2 and in the -n 4
-#: subset only, to keep the suite's time down (at three simulated ranks they run in-process).
+#: Files of NumPy's library functions, algorithms and I/O; with ARRAY_TESTS, what the runs of
+#: `test_array_suite_under_mpiexec` draw from.
 NEW_FUNCTION_TESTS = [
     f"tests/test_{name}.py"
     for name in (
@@ -310,20 +330,31 @@ ARRAY_SUBSET = [
 @pytest.mark.timeout(1000)
 @pytest.mark.parametrize(
     ("n", "select", "timeout"),
-    [(2, [], 300), (3, [], 600), (4, ["-k", " or ".join(ARRAY_SUBSET)], 300)],
+    [
+        (2, ["--test-sample", "0/6"], 300),
+        (3, ["--test-sample", "3/6"], 400),
+        (4, ["-k", " or ".join(ARRAY_SUBSET), "--test-sample", "0/2"], 300),
+    ],
     ids=["2", "3", "4-subset"],
 )
 def test_array_suite_under_mpiexec(n, select, timeout):
     """The array tests with ``dapx_backend`` = ``dapx.mpi()``, one rank per process.
 
-    Odd counts find uneven-split bugs; ``-x`` and the timeout end a run whose
-    ranks fell out of step (the plugin fails a test on every rank when it
-    fails on one, so they stay in step otherwise).
+    Every test function of ARRAY_TESTS and NEW_FUNCTION_TESTS runs at -n 2 and
+    at -n 3, each time on a different sixth of its parametrizations (layouts,
+    shapes, dtypes; ``--test-sample``, tests/conftest.py): the same tests run
+    whole in-process on 1-6 simulated ranks, and what only real processes
+    show (a rank-dependent path that skips a collective, per-process state)
+    shows in any of a function's cases. All of them under mpiexec took half
+    the suite's time. Odd counts find uneven-split bugs; -n 4 (a 2 x 2 grid,
+    oversubscribed) runs half of ARRAY_SUBSET's cases. ``-x`` and the
+    timeout end a run whose ranks fell out of step (the plugin fails a test
+    on every rank when it fails on one, so they stay in step otherwise).
     """
-    files = {2: ARRAY_TESTS, 3: NEW_FUNCTION_TESTS}.get(n, [*ARRAY_TESTS, *NEW_FUNCTION_TESTS])
+    files = [*ARRAY_TESTS, *NEW_FUNCTION_TESTS]
     args = ("-q", "-p", "no:cacheprovider", "-x", "-o", "timeout=120", *files, *select)
     collected = _collect(*args)
-    if select:  # a renamed test would silently drop out of the subset
+    if "-k" in select:  # a renamed test would silently drop out of the subset
         missing = [k for k in ARRAY_SUBSET if not any(k in i for i in collected.nodeids)]
         assert not missing, f"ARRAY_SUBSET entries that select no test: {missing}"
     result = _mpiexec(n, ["-m", "pytest", *args], timeout=timeout)
