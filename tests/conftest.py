@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--test-sample",
         default=None,
         metavar="R/K",
-        help="of each test function's parametrizations (in collection order) run those at "
+        help="of each test function's cases, in a fixed shuffled order, run those at "
         "positions R, R+K, R+2K, ...; a function with fewer runs its (R mod count)-th. "
         "tests/test_mpi.py runs the array tests under mpiexec with different R at each count.",
     )
@@ -91,7 +92,10 @@ def sampled(items: list[pytest.Item], sample: str) -> list[pytest.Item]:
         )
     keep = set()
     for group in by_function.values():
-        chosen = group[r::k] or [group[r % len(group)]]
+        # In a fixed shuffled order: every K-th case in collection order could keep meeting
+        # the same value of one parameter (the same layout, when there are K of them).
+        order = sorted(group, key=lambda item: zlib.crc32(item.name.encode()))
+        chosen = order[r::k] or [order[r % len(order)]]
         keep.update(id(item) for item in chosen)
     return [item for item in items if id(item) in keep]
 

@@ -163,11 +163,18 @@ def test_a_sample_keeps_every_function_and_the_samples_cover_every_case():
             for i in range(count)
         ]
 
-    everything = items("f", 7) + items("g", 2) + items("h", 1)
-    names = [i.name for i in sampled(everything, "3/6")]
-    assert names == ["f[3]", "g[1]", "h[0]"]
-    union = {i.name for r in range(6) for i in sampled(everything, f"{r}/6")}
-    assert union == {i.name for i in everything}
+    everything = items("f", 13) + items("g", 2) + items("h", 1)
+    samples = [sampled(everything, f"{r}/6") for r in range(6)]
+    for sample in samples:  # f's 13 cases go 3, 2, 2, 2, 2, 2; g's and h's at least one each
+        kept = [i.originalname for i in sample]
+        assert kept.count("g") == kept.count("h") == 1 and kept.count("f") in (2, 3)
+        assert sample == [i for i in everything if i in sample]  # in collection order
+    f_cases = [sorted(i.name for i in sample if i.originalname == "f") for sample in samples]
+    assert sorted(map(len, f_cases)) == [2, 2, 2, 2, 2, 3]
+    assert sorted(n for case in f_cases for n in case) == sorted(
+        i.name for i in everything if i.originalname == "f"
+    )
+    assert f_cases[0] != [f"f[{i}]" for i in range(0, 13, 6)]  # not every 6th in order
     for bad in ("6/6", "-1/3", "1", "a/b"):
         with pytest.raises(pytest.UsageError, match="--test-sample"):
             sampled(everything, bad)
