@@ -1,4 +1,4 @@
-"""Small collectives without pickle: `Backend.allgather_array` and the byte slots of partials.
+"""Small collectives without pickle: `allgather_array`, `bcast_array`, the byte slots of partials.
 
 The MPI side runs in tests/mpi/test_small_collectives.py; here the simulated
 backend (the ABC's default) and the codec, whose exact round trip is what keeps
@@ -42,6 +42,19 @@ def test_the_default_is_the_abc_s_and_only_mpi_overrides_it():
 
     assert SimulatedBackend.allgather_array is Backend.allgather_array
     assert MPIBackend.allgather_array is not Backend.allgather_array
+    assert SimulatedBackend.bcast_array is Backend.bcast_array
+    assert MPIBackend.bcast_array is not Backend.bcast_array
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.int8, "M8[s]"])
+def test_bcast_array_gives_the_roots_array_in_the_agreed_shape_and_dtype(dtype):
+    b = dapx.simulated(3)
+    value = np.arange(6).astype(dtype)
+    got = b.bcast_array(value, 2, (2, 3), dtype)
+    assert got.shape == (2, 3) and got.dtype == np.dtype(dtype)
+    assert got.tobytes() == value.tobytes()
+    with pytest.raises(TypeError, match="fixed-size data only"):
+        b.bcast_array(np.array([None]), 0, (1,), object)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""`eigh` and `eigvalsh` of one distributed matrix by block Jacobi (`dapx.functions.eigen`).
+"""`eigh` and `eigvalsh` of one distributed matrix (`dapx.functions.eigen`, `.tridiagonal`).
+
+Both methods, Householder tridiagonalization with inverse iteration and
+parallel block Jacobi, face the same checks.
 
 Tolerances follow the perturbation theory of Hermitian matrices (Golub and
 Van Loan 8.1; Parlett, *The Symmetric Eigenvalue Problem*, 11): a backward
@@ -17,13 +20,15 @@ import numpy as np
 import pytest
 
 import dapx
-from dapx.functions import eigen
+from dapx.functions import eigen, tridiagonal
 from dapx.testing import layout
 from tests._received import ReceivedSizes
 
 la = np.linalg
 DTYPES = (np.float64, np.float32, np.complex128)
 EPS = float(np.finfo(np.float64).eps)
+METHODS = ("tridiagonal", "jacobi")
+method = pytest.mark.parametrize("method", METHODS)
 
 
 def hermitian(n: int, dtype=np.float64, values=None, seed: int = 0) -> np.ndarray:
@@ -91,36 +96,39 @@ def dist(x, backend, kind="b"):
 # -- against NumPy ------------------------------------------------------------------------------
 
 
+@method
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize(("n", "nb"), [(1, None), (2, None), (7, None), (29, 4), (37, 3), (20, 20)])
-def test_eigh_matches_numpy(backend, dtype, n, nb):
+def test_eigh_matches_numpy(backend, dtype, n, nb, method):
     x = hermitian(n, dtype, seed=n)
     a = dist(x, backend)
-    w, v = eigen.eigh(a, block_size=nb)
+    w, v = eigen.eigh(a, block_size=nb, method=method)
     check(x, w, v)
-    check(x, eigen.eigvalsh(a, block_size=nb), None)
+    check(x, eigen.eigvalsh(a, block_size=nb, method=method), None)
     assert v.distribution == a.distribution  # the eigenvectors keep the input's layout
 
 
+@method
 @pytest.mark.parametrize("kind", ["b-irregular", "c", "c2", "u"])
-def test_every_layout(backend, kind):
+def test_every_layout(backend, kind, method):
     x = hermitian(23, np.complex128, seed=3)
     a = dist(x, backend, kind)
-    w, v = eigen.eigh(a, block_size=3)
+    w, v = eigen.eigh(a, block_size=3, method=method)
     check(x, w, v)
     assert v.distribution == a.distribution
 
 
+@method
 @pytest.mark.parametrize("uplo", ["L", "U", "l", "u"])
-def test_only_the_triangle_uplo_names_is_read(backend, uplo):
+def test_only_the_triangle_uplo_names_is_read(backend, uplo, method):
     x = hermitian(19, np.complex128, seed=5)
     x[np.diag_indices(19)] += 1j  # LAPACK ignores the diagonal's imaginary parts
     garbage = np.triu(np.full((19, 19), np.nan), 1)
     x = x + (garbage if uplo.upper() == "L" else garbage.T)  # NaN in the triangle not read
     a = dist(x, backend)
-    w, v = eigen.eigh(a, uplo, block_size=3)
+    w, v = eigen.eigh(a, uplo, block_size=3, method=method)
     check(x, w, v, uplo.upper())
-    check(x, la.eigvalsh(a, uplo), None, uplo.upper())
+    check(x, eigen.eigvalsh(a, uplo, block_size=3, method=method), None, uplo.upper())
 
 
 SPECTRA = {
@@ -135,12 +143,13 @@ SPECTRA = {
 }
 
 
+@method
 @pytest.mark.parametrize("spectrum", SPECTRA, ids=str)
-def test_hard_spectra(backend, spectrum):
+def test_hard_spectra(backend, spectrum, method):
     x = hermitian(30, values=SPECTRA[spectrum], seed=11)
     if spectrum == "identity":
         x = np.eye(30)
-    w, v = eigen.eigh(dist(x, backend, "c"), block_size=4)
+    w, v = eigen.eigh(dist(x, backend, "c"), block_size=4, method=method)
     check(x, w, v)
 
 
@@ -184,33 +193,38 @@ def test_errors_and_non_finite_input(backend, monkeypatch):
         eigen.eigh(a, "X")
     with pytest.raises(ValueError, match="block_size"):
         eigen.eigh(a, block_size=0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        eigen.eigvalsh(a, method="qr")
     with pytest.raises(TypeError, match="float16"):
         eigen.eigh(dist(x.astype(np.float16), backend))
     bad = x.copy()
     bad[5, 2] = np.inf
-    w, v = eigen.eigh(dist(bad, backend), block_size=2)
-    assert np.isnan(w.gather()).all() and np.isnan(v.gather()).all()
-    w, v = eigen.eigh(dist(bad, backend), "U", block_size=2)  # not in the upper triangle
-    check(bad, w, v, "U")
+    for name in METHODS:
+        w, v = eigen.eigh(dist(bad, backend), block_size=2, method=name)
+        assert np.isnan(w.gather()).all() and np.isnan(v.gather()).all()
+        w, v = eigen.eigh(dist(bad, backend), "U", block_size=2, method=name)  # not read
+        check(bad, w, v, "U")
     monkeypatch.setattr(eigen, "MAX_SWEEPS", 1)
     with pytest.raises(la.LinAlgError, match="did not converge"):
-        eigen.eigh(a, block_size=2)
+        eigen.eigh(a, block_size=2, method="jacobi")
 
 
-def test_extreme_scales(backend):
+@method
+def test_extreme_scales(backend, method):
     x = hermitian(16, seed=6)
     for factor in (1e300, 1e-300):
         y = x * factor
-        w, v = eigen.eigh(dist(y, backend), block_size=3)
+        w, v = eigen.eigh(dist(y, backend), block_size=3, method=method)
         assert np.abs(w.gather() / factor - la.eigvalsh(x)).max() <= bound(x, np.float64)
         assert np.isfinite(w.gather()).all() and (w.gather() != 0).all()
         assert np.abs(np.abs(v.gather().T @ la.eigh(x).eigenvectors).max(axis=1) - 1).max() < 1e-9
 
 
-def test_same_bits_every_time_and_on_every_layout(backend):
+@method
+def test_same_bits_every_time_and_on_every_layout(backend, method):
     x = hermitian(25, seed=8)
-    w1, v1 = eigen.eigh(dist(x, backend, "b"), block_size=3)
-    w2, v2 = eigen.eigh(dist(x, backend, "c"), block_size=3)
+    w1, v1 = eigen.eigh(dist(x, backend, "b"), block_size=3, method=method)
+    w2, v2 = eigen.eigh(dist(x, backend, "c"), block_size=3, method=method)
     assert np.array_equal(w1.gather(), w2.gather())
     assert np.array_equal(v1.gather(), v2.gather())
 
@@ -235,7 +249,7 @@ def test_round_robin_meets_every_pair_once_per_sweep(n, nranks, nb):
     assert t.widths.sum() == n and t.widths.max() <= (nb or n)
 
 
-def test_memory_bound_one_block_per_exchange(backend, monkeypatch):
+def test_jacobi_memory_bound_one_block_per_exchange(backend, monkeypatch):
     """A tournament step receives one block of V and W (2 n nb); the moves at the ends a share."""
     n, nb = 60, 4
     x = hermitian(n, seed=9)
@@ -244,15 +258,115 @@ def test_memory_bound_one_block_per_exchange(backend, monkeypatch):
     a = dapx.asarray(x, backend=backend, dist=("n", spec), grid=(1, backend.nranks))
     share = n * int(np.diff(cols).max())  # the most columns a rank holds, with all rows
     rec = ReceivedSizes(backend, monkeypatch)
-    w, v = eigen.eigh(a, block_size=nb)
+    w, v = eigen.eigh(a, block_size=nb, method="jacobi")
     largest, rec.largest = rec.largest, 0
     assert largest <= max(2 * n * nb, share, n) or backend.nranks == 1
     assert 2 * n * nb < n * n // 4  # the bound is far from the whole matrix
     if backend.nranks > 1:  # every tournament step: one block of V and W, nothing more
         assert 0 < rec.sparse_step <= 2 * n * nb < share
         assert rec.sparse_calls >= 2 * (2 * n // (2 * nb) - 1)
-    w2, v2 = eigen.eigh(dist(x, backend), block_size=nb)  # rows: the first exchanges move a share
+    w2, v2 = eigen.eigh(dist(x, backend), block_size=nb, method="jacobi")  # rows: moves a share
     rows = n * -(-n // backend.nranks)
     assert rec.largest <= max(2 * n * nb, share, rows, n) or backend.nranks == 1
     check(x, w, v)
     check(x, w2, v2)
+
+
+def test_tridiagonal_memory_bound_a_panel_per_broadcast(backend, monkeypatch):
+    """The reduction receives ``n + 3`` elements per collective; the back-transformation a panel."""
+    n, nb, nranks = 60, 4, backend.nranks
+    x = hermitian(n, seed=9)
+    spec = {"dist": "c", "block_size": nb}  # the reduction's own layout: nothing moves first
+    a = dapx.asarray(x, backend=backend, dist=("n", spec), grid=(1, nranks))
+    rec = ReceivedSizes(backend, monkeypatch)
+    w, v = eigen.eigh(a, block_size=nb, method="tridiagonal")
+    held = max(len(a.distribution.maps[1].global_indices(r)) for r in range(nranks))
+    share = n * held  # the transposed triangle, the eigenvectors' final move
+    assert rec.largest_bcast <= (n + nb) * nb < n * n // 4
+    assert rec.largest <= max((n + nb) * nb, n + nranks * nb, share)
+    check(x, w, v)
+    rec.largest = 0
+    check(x, eigen.eigvalsh(a, block_size=nb, method="tridiagonal"), None)
+    assert rec.largest <= max(n + nranks * nb, share)  # no panels: no vectors to transform
+
+
+def _bits(result):
+    return [r.gather().tobytes() for r in (result if isinstance(result, tuple) else (result,))]
+
+
+def test_auto_is_the_tridiagonal_method_unless_scipy_is_missing(backend, monkeypatch):
+    x = hermitian(24, np.complex128, seed=12)
+    a = dist(x, backend)
+    auto = _bits(eigen.eigh(a, block_size=3))
+    assert auto == _bits(eigen.eigh(a, block_size=3, method="tridiagonal"))
+    assert _bits(eigen.eigvalsh(a)) == _bits(eigen.eigvalsh(a, method="tridiagonal")) or (
+        backend.nranks == 1  # one rank, no block size: LAPACK's own eigh
+    )
+    monkeypatch.setattr(tridiagonal, "scipy_lapack", lambda: None)
+    assert _bits(eigen.eigh(a, block_size=3)) == _bits(eigen.eigh(a, block_size=3, method="jacobi"))
+    with pytest.raises(ImportError, match="pip install scipy"):
+        eigen.eigh(a, method="tridiagonal")
+
+
+def test_a_cluster_too_big_for_one_rank_goes_to_jacobi(backend, monkeypatch):
+    """Inverse iteration keeps a cluster on one rank: past twice a share, auto uses Jacobi."""
+    n = 36
+    values = np.r_[np.linspace(-3, -1, 6), 1 + 1e-5 * np.arange(n - 6)]  # one cluster of 30
+    x = hermitian(n, values=values, seed=13)
+    a = dist(x, backend)
+    cuts = []
+    found = tridiagonal.tridiagonal_eigenvectors
+    monkeypatch.setattr(
+        tridiagonal,
+        "tridiagonal_eigenvectors",
+        lambda *args: cuts.append(found(*args)[1]) or found(*args),
+    )
+    forced = eigen.eigh(a, block_size=3, method="tridiagonal")
+    check(x, *forced)
+    too_big = np.diff(cuts[0]).max() > 2 * -(-n // backend.nranks)
+    assert too_big == (backend.nranks >= 3)  # 30 vectors on one rank: more than 2 x 12
+    other = "jacobi" if too_big else "tridiagonal"
+    assert _bits(eigen.eigh(a, block_size=3)) == _bits(eigen.eigh(a, block_size=3, method=other))
+
+
+def test_failed_inverse_iteration_on_one_rank_is_known_to_every_rank(backend, monkeypatch):
+    x = hermitian(20, seed=14)
+    a = dist(x, backend)
+    lapack = tridiagonal.scipy_lapack()
+
+    class FailingOnRankZero:
+        """dstein fails for the first local rank (rank 0's call on the simulated backend)."""
+
+        calls = 0
+
+        def __getattr__(self, name):
+            return getattr(lapack, name)
+
+        def dstein(self, *args):
+            z, info = lapack.dstein(*args)
+            FailingOnRankZero.calls += 1
+            return z, 1 if FailingOnRankZero.calls == 1 else info
+
+    monkeypatch.setattr(tridiagonal, "scipy_lapack", FailingOnRankZero)
+    with pytest.raises(la.LinAlgError, match="Eigenvectors did not converge"):
+        eigen.eigh(a, block_size=2, method="tridiagonal")
+    FailingOnRankZero.calls = 0
+    jacobi = _bits(eigen.eigh(a, block_size=2, method="jacobi"))
+    FailingOnRankZero.calls = 0
+    assert _bits(eigen.eigh(a, block_size=2)) == jacobi
+
+
+def test_ranges_are_even_and_keep_each_cluster_on_one_rank():
+    backend = dapx.simulated(4)
+    d, e = np.arange(20.0), np.full(19, 0.01)  # well separated: even ranges
+    values, cuts, z = tridiagonal.tridiagonal_eigenvectors(d, e, backend)
+    assert cuts.tolist() == [0, 5, 10, 15, 20]
+    d = np.r_[np.arange(10.0), 100 + 1e-6 * np.arange(10)]  # eigenvalues 10..19: one cluster
+    e = np.full(19, 1e-3)
+    values, cuts, z = tridiagonal.tridiagonal_eigenvectors(d, e, backend)
+    assert cuts.tolist() == [0, 5, 10, 10, 20]  # the cut at 15 moved to the nearer end
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    assert np.abs(values - la.eigvalsh(t)).max() <= 8 * 20 * EPS * la.norm(t, 2)
+    vectors = np.concatenate([z[r] for r in range(4)], axis=1)
+    assert la.norm(t @ vectors - vectors * values, 2) <= 16 * 20 * EPS * la.norm(t, 2)
+    assert la.norm(vectors.T @ vectors - np.eye(20), 2) <= 8 * 20 * EPS

@@ -95,7 +95,7 @@ def test_square_matrix_functions(backend, kind, shape, dtype):
     for upper in (False, True):
         with factorized(s):
             assert_eq(la.cholesky(s, upper=upper), la.cholesky(spd, upper=upper), rtol=RTOL)
-    with factorized(s):  # a single matrix: block Jacobi (tests/test_eigen.py)
+    with factorized(s):  # a single matrix: Householder or block Jacobi (tests/test_eigen.py)
         w, v = la.eigh(s)
     assert_eq(w, la.eigh(spd).eigenvalues, rtol=RTOL)
     with factorized(s):

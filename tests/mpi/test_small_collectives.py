@@ -1,4 +1,4 @@
-"""Small collectives as raw bytes on real processes: `allgather_array` and gathered partials.
+"""Small collectives as raw bytes on real processes: `allgather_array`, `bcast_array`, partials.
 
 Each rank builds every rank's expected value from the rank number, so the
 received rows can be checked byte for byte.
@@ -46,6 +46,19 @@ def test_allgather_array_refuses_objects_on_every_rank(backend):
     with pytest.raises(TypeError, match="fixed-size data only"):
         backend.allgather_array({me: np.array([None])})
     assert backend.allgather_array({me: np.int64(me)}).tolist() == list(range(backend.nranks))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.bool_, "M8[ms]"])
+@pytest.mark.parametrize("shape", [(), (7,), (3, 2), (0, 4)])
+def test_bcast_array_gives_every_rank_the_roots_bits(backend, dtype, shape):
+    me = backend.comm.rank
+    for root in range(backend.nranks):
+        mine = _value(me, shape, dtype) if me == root else None
+        got = backend.bcast_array(mine, root, shape, dtype)
+        assert got.shape == shape and got.dtype == np.dtype(dtype)
+        assert got.tobytes() == _value(root, shape, dtype).tobytes()
+    with pytest.raises(TypeError, match="fixed-size data only"):
+        backend.bcast_array(None, 0, (1,), object)
 
 
 def test_gathered_values_keep_types_and_bits(backend):

@@ -150,6 +150,38 @@ class Backend(ABC):
                 )
         return np.stack(gathered)
 
+    def bcast_array(self, value: np.ndarray | None, root: int, shape, dtype) -> np.ndarray:
+        """Rank `root`'s array of a `shape` and `dtype` every rank knows, on every process.
+
+        Parameters
+        ----------
+        value : numpy.ndarray or None
+            The array on the process holding `root` (cast to `dtype`);
+            ignored elsewhere.
+        root : int
+            The rank whose array is sent.
+        shape : tuple of int
+        dtype : dtype
+            What every rank passes alike (numeric or other fixed-size
+            dtypes), so that multi-process backends move raw bytes in one
+            broadcast, without pickling or a size first.
+
+        Returns
+        -------
+        numpy.ndarray
+            The array; on the root's process possibly `value` itself.
+
+        Raises
+        ------
+        TypeError
+            For an object dtype, whose elements are not data sent as bytes.
+        """
+        if np.dtype(dtype).hasobject:
+            raise TypeError(f"bcast_array moves fixed-size data only, not arrays of dtype {dtype}")
+        if self.is_local(root):
+            value = np.asarray(value, dtype=dtype).reshape(shape)
+        return np.asarray(self.bcast(value, root))
+
     def combine(self, partials: Mapping[int, Any], op: Callable[[Any, Any], Any]) -> Any:
         """Reduce one partial per rank with `op`, strictly in rank order.
 

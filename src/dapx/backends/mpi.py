@@ -187,6 +187,22 @@ class MPIBackend(Backend):
         self._wait(self._comm.Ibcast([data, self._MPI.BYTE], root=root))
         return value if self._rank == root else pickle.loads(data)
 
+    def bcast_array(self, value, root, shape, dtype):
+        """Rank `root`'s array as raw bytes: one ``Ibcast``, no pickle, no size first."""
+        dtype = np.dtype(dtype)
+        if dtype.hasobject:
+            raise TypeError(f"bcast_array moves fixed-size data only, not arrays of dtype {dtype}")
+        if self._debug:
+            self._enter(("bcast_array", tuple(shape), dtype.str, root))
+        if self._rank == root:
+            buffer = np.ascontiguousarray(value, dtype=dtype).reshape(shape)
+        else:
+            buffer = np.empty(shape, dtype)
+        if self._size > 1 and buffer.nbytes:
+            byte = self._MPI.BYTE
+            self._wait(self._comm.Ibcast([buffer, buffer.nbytes, byte], root=root))
+        return buffer
+
     def barrier(self):
         self._enter("barrier")
         if self._size > 1:

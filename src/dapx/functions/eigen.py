@@ -1,7 +1,23 @@
-"""Eigenvalues and eigenvectors of one Hermitian matrix by parallel block Jacobi, never whole.
+"""Eigenvalues and eigenvectors of one Hermitian matrix, never whole: `eigh`, `eigvalsh`.
 
-`eigh` and `eigvalsh` of a single distributed ``n x n`` symmetric (Hermitian)
-matrix ``A`` (Golub and Van Loan 8.5; the one-sided storage of Hestenes,
+Two methods for a single distributed ``n x n`` symmetric (Hermitian) matrix
+``A``; ``method='auto'`` (the default) chooses:
+
+* **Householder** (`dapx.functions.tridiagonal`, with SciPy's LAPACK): the
+  blocked right-looking reduction to tridiagonal form on block-cyclic
+  columns, LAPACK's tridiagonal solvers, inverse iteration on each rank's
+  range of eigenvalues and the back-transformation. About ``4/3 n^3`` flops
+  for the reduction (half of them BLAS-3) and ``2 n^3`` more for the vectors;
+  the default.
+* **Parallel block Jacobi** (below): several times the flops, but every
+  rank keeps to twice its share whatever the spectrum. Used when SciPy is
+  missing, for a matrix with a non-finite element (NaN results at once), and
+  when a cluster of eigenvalues (closer than ``1e-3 ||T||``, which inverse
+  iteration must orthogonalize on one rank) would put more than twice a
+  share of eigenvectors on one rank: the decision comes from data every
+  process has, so every rank takes it.
+
+Block Jacobi (Golub and Van Loan 8.5; the one-sided storage of Hestenes,
 Brent and Luk's round-robin ordering, with block rotations as in ScaLAPACK's
 and Bečka, Okša and Vajteršic's block Jacobi methods):
 
@@ -67,8 +83,9 @@ reduction (``benchmarks/bench_eigh.py`` measures the ratio).
 Determinism: every block is rotated by the rank holding it, from the same
 bits in the same order on every backend, and the decisions come from
 allgathers, so the simulated and MPI backends give bitwise identical
-results for the same number of ranks. A single rank (``P = 1``, no block size
-asked for) calls LAPACK on its (whole) matrix directly.
+results for the same number of ranks (Householder's likewise). A single rank
+(``P = 1``, no block size asked for) calls LAPACK on its (whole) matrix
+directly.
 
 Like NumPy, the computation is in double precision (float64 or complex128)
 and results are cast to NumPy's result dtypes. A matrix with a non-finite
@@ -94,11 +111,12 @@ import numpy as np
 from ..core.array import DistributedArray, new_array
 from ..exchange.execute import execute
 from ..layout.distribution import Distribution
-from ..layout.maps import BlockMap, UnstructuredMap, even_bounds
+from ..layout.maps import BlockMap, CyclicMap, UnstructuredMap, even_bounds
+from . import tridiagonal
 from .reduction_engine import from_replicated
 from .shaping import matrix_transpose
 
-__all__ = ["MAX_SWEEPS", "NB", "TOL", "Tournament", "eigh", "eigvalsh"]
+__all__ = ["MAX_SWEEPS", "METHODS", "NB", "TOL", "Tournament", "eigh", "eigvalsh"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -272,16 +290,17 @@ def _hermitian_columns(a: DistributedArray, dist: Distribution, upper: bool, wor
     """The local columns of the Hermitian matrix whose `upper` (else lower) triangle `a` holds."""
     cols = a if a.distribution == dist else a.redistribute(dist)
     mirrored = matrix_transpose(a).redistribute(dist)  # its columns are a's rows
-    bounds = dist.maps[1].bounds
     out = {}
     for r in a.backend.local_ranks:
-        c0, c1 = int(bounds[r]), int(bounds[r + 1])
-        rows, glob = np.arange(a.shape[0])[:, None], np.arange(c0, c1)[None, :]
-        other = rows > glob if upper else rows < glob  # the triangle not read from a
+        glob = dist.maps[1].global_indices(r)
+        rows = np.arange(a.shape[0])[:, None]
+        other = (
+            rows > glob[None, :] if upper else rows < glob[None, :]
+        )  # the triangle not read from a
         t = mirrored.locals[r]
         h = np.where(other, np.conj(t) if work.kind == "c" else t, cols.locals[r]).astype(work)
         if work.kind == "c":  # LAPACK ignores the imaginary parts of the diagonal
-            diag = (np.arange(c0, c1), np.arange(c1 - c0))
+            diag = (glob, np.arange(len(glob)))
             h[diag] = h[diag].real
         out[r] = h
     return out
@@ -319,11 +338,68 @@ def _check(a: DistributedArray, UPLO: str) -> tuple[bool, np.dtype, np.dtype]:
     return UPLO.upper() == "U", probe.eigenvalues.dtype, probe.eigenvectors.dtype
 
 
-def _solve(a: DistributedArray, UPLO: str, block_size: int | None, vectors: bool):
+METHODS = ("auto", "tridiagonal", "jacobi")
+
+
+def _solve(a: DistributedArray, UPLO: str, block_size, vectors: bool, method: str = "auto"):
     """``(sorted eigenvalues on every process, eigenvector array or None)``."""
     upper, real_t, result_t = _check(a, UPLO)
-    n, backend = a.shape[0], a.backend
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    if method == "tridiagonal" and tridiagonal.scipy_lapack() is None:
+        raise ImportError("eigh(method='tridiagonal') needs SciPy's LAPACK: pip install scipy")
     work = np.dtype(np.complex128 if result_t.kind == "c" else np.float64)
+    kinds = (upper, real_t, result_t, work)
+    whole = a.backend.nranks == 1 and block_size is None  # LAPACK itself, in _jacobi
+    if method == "jacobi" or (method == "auto" and (whole or tridiagonal.scipy_lapack() is None)):
+        return _jacobi(a, kinds, block_size, vectors)
+    found = _householder(a, kinds, block_size, vectors, forced=method == "tridiagonal")
+    return _jacobi(a, kinds, block_size, vectors) if found is None else found
+
+
+def _householder(a: DistributedArray, kinds, block_size, vectors: bool, forced: bool):
+    """Tridiagonal reduction, bisection and inverse iteration (`dapx.functions.tridiagonal`).
+
+    None (the caller uses Jacobi) for a matrix with a non-finite element,
+    and, unless `forced`, when some rank would hold more
+    than twice its share of the eigenvectors (a cluster of eigenvalues that
+    inverse iteration must keep together) or inverse iteration failed.
+    Jacobi gives the NaN results of a matrix with a non-finite element.
+    """
+    upper, real_t, result_t, work = kinds
+    n, backend = a.shape[0], a.backend
+    nranks = backend.nranks
+    nb = block_size or min(NB, max(1, -(-n // (2 * nranks))))
+    dist = Distribution([BlockMap(n, nprocs=1), CyclicMap(n, nranks, nb)], (1, nranks))
+    h = _hermitian_columns(a, dist, upper, work)
+    scale, _ = _scaled_norm(h, backend)
+    if not np.isfinite(scale):
+        return None  # Jacobi's path gives the NaNs without iterating
+    if scale != 1.0:
+        for b in h.values():
+            b /= scale
+    d, e, taus = tridiagonal.reduce_to_tridiagonal(h, dist, backend)
+    if not vectors:
+        return (tridiagonal.tridiagonal_eigenvalues(d, e) * scale).astype(real_t), None
+    values, cuts, z = tridiagonal.tridiagonal_eigenvectors(d, e, backend)
+    roomy = np.diff(cuts).max() <= 2 * -(-n // nranks)
+    if z is None or not (roomy or forced):
+        if z is None and forced:
+            raise LinAlgError("Eigenvectors did not converge")
+        return None
+    z = tridiagonal.back_transform(h, dist, taus, z, backend)
+    held = Distribution([BlockMap(n, nprocs=1), BlockMap(n, cuts)], (1, nranks))
+    out = {r: b.astype(result_t, copy=False) for r, b in z.items()}
+    v = new_array(held, out, backend, result_t)
+    return (values * scale).astype(real_t), v.redistribute(_target(a))
+
+
+def _jacobi(a: DistributedArray, kinds, block_size, vectors: bool):
+    """Parallel block Jacobi (this module's docstring)."""
+    upper, real_t, result_t, work = kinds
+    n, backend = a.shape[0], a.backend
     t = Tournament(n, backend.nranks, block_size)
     start = Distribution([BlockMap(n, nprocs=1), BlockMap(n, t.column_bounds())], (1, t.nranks))
     h = _hermitian_columns(a, start, upper, work)
@@ -407,7 +483,9 @@ def _target(a: DistributedArray) -> Distribution:
     return Distribution.create(a.shape, nranks=a.backend.nranks) if padded else d
 
 
-def eigh(a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None):
+def eigh(
+    a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None, method: str = "auto"
+):
     """`numpy.linalg.eigh` of one Hermitian matrix: ``(eigenvalues, eigenvectors)``.
 
     Parameters
@@ -417,7 +495,17 @@ def eigh(a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None)
     UPLO : {'L', 'U'}
         The triangle read, as NumPy.
     block_size : int, optional
-        Columns per block (`Tournament`); forces the Jacobi method on one rank.
+        Columns per block: the reduction's panels or Jacobi's blocks
+        (`Tournament`). Given on one rank, the distributed method runs there
+        too instead of LAPACK on the whole matrix.
+    method : {'auto', 'tridiagonal', 'jacobi'}
+        ``'tridiagonal'``: Householder reduction, bisection and inverse
+        iteration (`dapx.functions.tridiagonal`, needs SciPy), even when a
+        cluster of eigenvalues puts more than twice its share of eigenvectors
+        on one rank. ``'jacobi'``: parallel block Jacobi (this module).
+        ``'auto'``: the first, unless SciPy is missing, the matrix has a
+        non-finite element, or such a cluster turns up (then Jacobi, which
+        keeps every rank to its share).
 
     Returns
     -------
@@ -441,12 +529,17 @@ def eigh(a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None)
     >>> w.gather().tolist(), bool(np.allclose(np.abs(v.gather()).sum(axis=0), 1))
     ([0.0, 1.0, 2.0, 3.0], True)
     """
-    values, v = _solve(a, UPLO, block_size, vectors=True)
+    values, v = _solve(a, UPLO, block_size, vectors=True, method=method)
     return from_replicated(values, a.backend), v
 
 
-def eigvalsh(a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None):
+def eigvalsh(
+    a: DistributedArray, UPLO: str = "L", *, block_size: int | None = None, method: str = "auto"
+):
     """`numpy.linalg.eigvalsh` of one Hermitian matrix: its eigenvalues, ascending.
+
+    The arguments are `eigh`'s; the eigenvalues of the tridiagonal matrix
+    come from LAPACK's ``dsterf`` on every process (no clusters to place).
 
     Examples
     --------
@@ -455,5 +548,5 @@ def eigvalsh(a: DistributedArray, UPLO: str = "L", *, block_size: int | None = N
     >>> np.round(eigvalsh(dapx.asarray(x, backend=dapx.simulated(2))).gather(), 12).tolist()
     [-1.0, 1.0]
     """
-    values, _ = _solve(a, UPLO, block_size, vectors=False)
+    values, _ = _solve(a, UPLO, block_size, vectors=False, method=method)
     return from_replicated(values, a.backend)

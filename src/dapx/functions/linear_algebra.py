@@ -17,8 +17,9 @@ A single non-empty square matrix goes through the blocked right-looking
 factorizations on a 2-D block-cyclic grid: `cholesky`
 (`dapx.functions.factorizations`), `solve`, `inv`, `det` and `slogdet` (LU
 with partial pivoting, `dapx.functions.lu`); `eigh` and `eigvalsh` through
-parallel block Jacobi on column blocks (`dapx.functions.eigen`); nothing is
-made whole.
+the blocked right-looking Householder reduction to tridiagonal form and
+inverse iteration (`dapx.functions.tridiagonal`), or parallel block Jacobi
+(`dapx.functions.eigen`, which chooses); nothing is made whole.
 
 Everything else (stacks of matrices, `eig` and `eigvals`, `qr` with
 ``mode='complete'`` or ``'raw'`` and `svd` with ``full_matrices=True`` of a
