@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import dapx
+from dapx.core.elision import ELISION_ENABLED
 from dapx.testing import assert_eq
 from tests import _processes
 
@@ -106,6 +107,47 @@ def test_arrays_no_handle_refers_to_are_released_on_the_ranks(dask, cluster):
         r = a * 2 + a
     assert_eq(r, np.arange(100.0) * 3)
     assert sum(sum(v) for v in cluster.run(stored).values()) <= before
+
+
+def _worker_peaks(cluster, expression, *args):
+    """Each worker's peak of traced memory while `expression` runs (the ranks allocate there)."""
+    import tracemalloc
+
+    cluster.run(tracemalloc.start)
+    try:
+        cluster.run(tracemalloc.reset_peak)
+        result = expression(*args)
+        peaks = cluster.run(lambda: tracemalloc.get_traced_memory()[1])
+    finally:
+        cluster.run(tracemalloc.stop)
+    return result, max(peaks.values())
+
+
+@pytest.mark.skipif(not ELISION_ENABLED, reason="no elision on this interpreter")
+def test_a_temporary_s_blocks_are_reused_on_the_ranks(dask, cluster):
+    """The client sees the temporary, each rank whether its block is private (core/elision.py)."""
+    n = 1 << 21
+    block = n * 8 // dask.nranks
+    a = dapx.arange(float(n), backend=dask)
+    result, peak = _worker_peaks(cluster, lambda x: x * 2 + 1, a)
+    assert peak < 1.5 * block, (peak, block)
+    assert_eq(result, np.arange(float(n)) * 2 + 1)
+    named, peak_named = _worker_peaks(cluster, lambda x: (x * 2, x + 1), a)
+    assert peak_named > 1.9 * block, (peak_named, block)  # two results: no temporary
+    assert_eq(named[0], np.arange(float(n)) * 2)
+    assert_eq(a, np.arange(float(n)))  # the named operand is never written into
+
+
+def test_a_temporary_that_views_a_named_array_is_not_written_into(dask):
+    x = np.arange(24.0).reshape(6, 4)
+    a = dapx.asarray(x, backend=dask)
+    assert_eq(a[:] + 1, x + 1)
+    assert_eq(a.reshape(4, 6) * 2, x.reshape(4, 6) * 2)
+    assert_eq(np.transpose(a) - 1, x.T - 1)
+    c = dapx.asarray(x[::-1].copy(), backend=dask)
+    assert_eq(a[1:] * 2 + c[1:], x[1:] * 2 + x[::-1][1:])
+    assert_eq(a, x)
+    assert_eq(c, x[::-1])
 
 
 def test_in_place_operations_change_the_ranks_arrays(dask):

@@ -162,3 +162,23 @@ def test_a_view_of_an_adopted_block_keeps_it_from_being_written_into(backend):
     np.testing.assert_array_equal(view, before)
     np.testing.assert_array_equal(y.gather(), np.arange(12.0) * 2)
     np.testing.assert_array_equal(z.gather(), np.arange(12.0) + 1)
+
+
+def test_into_private_blocks_writes_only_into_blocks_nobody_else_sees(backend):
+    """What a rank does for a client's temporary (the dask backend): a new array either way."""
+    from dapx.core.elision import into_private_blocks
+
+    x = dapx.arange(12.0, backend=backend)
+    t = x * 2
+    result = into_private_blocks(np.add, t, 1)
+    assert result is not t
+    np.testing.assert_array_equal(result.gather(), np.arange(12.0) * 2 + 1)
+    for r in backend.local_ranks:  # the blocks were private: written into
+        assert np.shares_memory(result.local(r), t.local(r))
+    view = x[:]  # blocks that view x's
+    assert all(np.shares_memory(view.local(r), x.local(r)) for r in backend.local_ranks)
+    result = into_private_blocks(np.multiply, view, 3.0)
+    _unchanged(x, np.arange(12.0))
+    np.testing.assert_array_equal(result.gather(), np.arange(12.0) * 3)
+    for r in backend.local_ranks:
+        assert not np.shares_memory(result.local(r), x.local(r))

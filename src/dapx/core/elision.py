@@ -6,7 +6,11 @@ wrapper loses that (15-30% on memory-bound expressions, and an extra
 array of peak memory) unless it does the same, which this module does for
 DistributedArray: when the left operand of an arithmetic operator is such a
 temporary whose local blocks nobody else can see, the result is written
-into it with ``out=``.
+into it with ``out=``. A client's handle of blocks held by other processes
+(the dask backend's `RemoteArray`) is a temporary in the client's reference
+count, but only each rank can see whether its block is shared: there the
+operation is shipped as `into_private_blocks`, which writes into the blocks
+that are private and returns a new array on every rank alike.
 
 Whether the left operand is a temporary is read from its reference count,
 which is exact only where the interpreter holds a strong reference to every
@@ -23,9 +27,15 @@ import sys
 
 import numpy as np
 
+from ..backends.base import remote_arrays
 from .operators import power_ufunc
 
-__all__ = ["ELISION_ENABLED", "install_eliding_operators", "refcounts_are_exact"]
+__all__ = [
+    "ELISION_ENABLED",
+    "install_eliding_operators",
+    "into_private_blocks",
+    "refcounts_are_exact",
+]
 
 # References to the left operand seen from inside the operator method when it
 # is a temporary: the interpreter's, the method's `self`, and getrefcount's.
@@ -102,7 +112,8 @@ def _operand_dtype(other):
     return dtype if isinstance(dtype, np.dtype) else None
 
 
-def _can_write_into(self, other, ufunc) -> bool:
+def _fits(self, other, ufunc) -> bool:
+    """Whether ``ufunc(self, other)`` keeps `self`'s shape and dtype (``out=self`` is NumPy's)."""
     other_dtype = _operand_dtype(other)
     if other_dtype is None:
         return False
@@ -116,7 +127,28 @@ def _can_write_into(self, other, ufunc) -> bool:
         dtypes = ufunc.resolve_dtypes((*inputs, None))
     except TypeError:  # no loop for these dtypes (NumPy's UFuncTypeError is a TypeError)
         return False
-    return dtypes[-1] == self.dtype and _blocks_private(self)
+    return dtypes[-1] == self.dtype
+
+
+def into_private_blocks(ufunc, left, other):
+    """``ufunc(left, other)`` on this process's ranks, written into `left`'s blocks where private.
+
+    For a temporary `left` that a client holds a handle of (see the module
+    notes): a rank whose block nobody else sees writes into it, the others
+    allocate; every rank returns a new array (the same handle for the
+    client), whose blocks may be `left`'s, which nobody reads again.
+    """
+    from .array import new_array  # (the array module installs these operators)
+
+    if not _blocks_private(left):
+        return ufunc(left, other)
+    ufunc(left, other, out=left)
+    return new_array(left.distribution, dict(left._locals), left.backend, left.dtype)
+
+
+def _is_handle(array) -> bool:
+    handle = remote_arrays.handle_type
+    return handle is not None and isinstance(array, handle)
 
 
 def _make(name, ufunc):
@@ -127,8 +159,11 @@ def _make(name, ufunc):
         func, loop = power_ufunc(self.dtype, other) if ufunc is np.power else (ufunc, None)
         operands = (self,) if func.nin == 1 else (self, other)
         kw = {} if loop is None else {"dtype": loop}
-        if temporary and loop is None and _can_write_into(self, other, func):
-            return func(*operands, out=self)
+        if temporary and loop is None and _fits(self, other, func):
+            if _is_handle(self):  # only the ranks see whether their blocks are shared
+                return self.backend.call(into_private_blocks, (func, self, other))
+            if _blocks_private(self):
+                return func(*operands, out=self)
         return func(*operands, **kw)
 
     operator.__name__ = name
