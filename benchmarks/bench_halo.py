@@ -44,10 +44,10 @@ with ``np.setbufsize(--bufsize)`` (default 2048), where neither copies.
 boundary=0.0)`` with `step` returning a new padded block, against the same
 problem written in place: on 2 simulated ranks against `update_halos` and the
 kernel on two halo arrays, under ``mpiexec -n 2`` against the Sendrecv
-program, and on the dask backend (a 2-worker ``LocalCluster``, one rank per
-worker) against `update_halos` and the kernel shipped to the ranks, one call
-per iteration as the loop makes one (target: within 1.3x of each; results
-checked).
+program, and on the dask backend (``dapx.dask_backend()``'s 2-worker
+``LocalCluster``, one rank per worker) against `update_halos` and the kernel
+shipped to the ranks, one call per iteration as the loop makes one (target:
+within 1.3x of each; results checked).
 """
 
 from __future__ import annotations
@@ -512,13 +512,9 @@ def dask_overlap(n: int, iterations: int, rounds: int) -> dict:
 
     Each call returns when every rank has done its part, so the loops' times are the ranks'.
     """
-    import distributed
-
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as c,
-        distributed.Client(c) as client,
-        dapx.dask_backend(client, nranks=2) as backend,
-    ):
+    # dapx.dask_backend() starts its own workers, one per core, with this process's malloc
+    # settings and one malloc arena (`dapx.backends.dask.worker_environ`).
+    with dapx.dask_backend(nranks=2) as backend:
         state = {}
 
         def start():
