@@ -360,13 +360,13 @@ def _solve(a: DistributedArray, UPLO: str, block_size, vectors: bool, method: st
 
 
 def _householder(a: DistributedArray, kinds, block_size, vectors: bool, forced: bool):
-    """Tridiagonal reduction, bisection and inverse iteration (`dapx.functions.tridiagonal`).
+    """Householder reduction, LAPACK on ``T``, inverse iteration (`dapx.functions.tridiagonal`).
 
-    None (the caller uses Jacobi) for a matrix with a non-finite element,
-    and, unless `forced`, when some rank would hold more
-    than twice its share of the eigenvectors (a cluster of eigenvalues that
-    inverse iteration must keep together) or inverse iteration failed.
-    Jacobi gives the NaN results of a matrix with a non-finite element.
+    None (the caller uses Jacobi, which gives NaN results at once) for a
+    matrix with a non-finite element, and, unless `forced`, when some rank
+    would hold more than twice its share of the eigenvectors (a cluster of
+    eigenvalues that inverse iteration keeps together) or when inverse
+    iteration failed on some rank.
     """
     upper, real_t, result_t, work = kinds
     n, backend = a.shape[0], a.backend

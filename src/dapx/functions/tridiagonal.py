@@ -45,10 +45,10 @@ number of ranks.
 Examples
 --------
 >>> import numpy as np, dapx
->>> from dapx.layout import BlockMap, CyclicMap, Distribution
 >>> x = np.array([[4.0, 1.0, 2.0], [1.0, 3.0, 0.0], [2.0, 0.0, 1.0]])
 >>> backend = dapx.simulated(2)
->>> dist = Distribution([BlockMap(3, nprocs=1), CyclicMap(3, 2, 1)], (1, 2))
+>>> maps = [dapx.BlockMap(3, nprocs=1), dapx.CyclicMap(3, 2, 1)]
+>>> dist = dapx.Distribution(maps, (1, 2))
 >>> h = {r: x[:, dist.maps[1].global_indices(r)].copy() for r in backend.local_ranks}
 >>> d, e, taus = reduce_to_tridiagonal(h, dist, backend)
 >>> t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
@@ -97,7 +97,7 @@ def householder(x: np.ndarray) -> tuple[np.ndarray, complex, float]:
     --------
     >>> v, tau, beta = householder(np.array([3.0, 4.0]))
     >>> h = np.eye(2) - tau * np.outer(v, v)
-    >>> np.round(h.T @ np.array([3.0, 4.0]), 12).tolist(), beta
+    >>> (np.round(h.T @ np.array([3.0, 4.0]), 12) + 0.0).tolist(), beta
     ([-5.0, 0.0], -5.0)
     """
     alpha, rest = x[0], x[1:]
@@ -106,7 +106,7 @@ def householder(x: np.ndarray) -> tuple[np.ndarray, complex, float]:
     norm = float(np.linalg.norm(rest)) if len(rest) else 0.0
     if norm == 0.0 and np.imag(alpha) == 0:
         return v, x.dtype.type(0), float(np.real(alpha))
-    beta = -np.copysign(float(np.hypot(abs(alpha), norm)), float(np.real(alpha)))
+    beta = -float(np.copysign(np.hypot(abs(alpha), norm), np.real(alpha)))
     v[1:] = rest / (alpha - beta)
     return v, (beta - alpha) / beta, beta
 
