@@ -8,6 +8,12 @@ built: the guide's pages and the notebooks are executed, and any warning fails
 the build. Web proxies that point nowhere make any fetch from the network (an
 intersphinx inventory, a remote image) fail, which is a warning too.
 
+The notebooks in ``notebooks/`` are checked on the copies the build executed
+(``jupyter_execute/``, on 4 simulated ranks): every cell ran without an error,
+each notebook checks its results with assertions (not printed ``True``), and
+the pictures and messages it promises are there. (They used to run a second
+time, in a test of their own, for the same checks.)
+
 The reference's completeness is read off the ``objects.inv`` the build writes:
 every name in ``dapx.__all__``, every public attribute and method of the
 classes among them, of the backends' classes, of ``dapx.random.Generator``, of
@@ -26,6 +32,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from sphinx.util.inventory import InventoryFile  # the docs extra, part of the test extra
 
@@ -45,11 +52,19 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT + 60)]
 FOREIGN = set(dir(Exception)) | set(dir(tuple)) | set(dir(object))
 
 
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: How a cell checks a result: assert, an assert_* helper, or an else: raise AssertionError.
+CHECK = re.compile(r"^\s*assert\b|\.assert_\w+\(|raise AssertionError", re.M)
+#: A printed verdict that nobody checks, e.g. "identical: True" or "(4, 6) False".
+BARE_VERDICT = re.compile(r"(:|->)\s*(True|False)\s*$|\b(True|False)\s*$", re.M)
+
+
 class Site:
     """A built site: its output directory, the build's output and its inventory."""
 
     def __init__(self, html: Path, result, warnings: str):
         self.html = html
+        self.executed = html.parent / "jupyter_execute"  # myst-nb's executed notebooks
         self.result = result
         self.warnings = warnings
         self.objects: dict[str, set[str]] = {}  # object type (domain:role) -> names
@@ -130,6 +145,55 @@ def test_the_site_builds_without_a_warning(site):
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         text = (site.html / "notebooks" / f"{notebook.stem}.html").read_text()
         assert "cell_output" in text, f"{notebook.name} shows no output"
+
+
+def test_there_are_notebooks():
+    assert [p.name for p in NOTEBOOKS if p.name == "quickstart.ipynb"] == ["quickstart.ipynb"]
+
+
+def _code_outputs(notebook, kind: str | None = None) -> list:
+    return [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if kind is None or output.get("output_type") == kind
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_ran_and_checks_its_results(site, path):
+    executed = site.executed / "notebooks" / path.name
+    assert executed.exists(), f"the build did not execute {path.name}"
+    notebook = nbformat.read(executed, as_version=4)
+    assert [c.source for c in notebook.cells] == [
+        c.source for c in nbformat.read(path, as_version=4).cells
+    ], f"{path.name}: the executed copy is not the notebook in notebooks/"
+    assert not _code_outputs(notebook, "error")
+    # A notebook proves what it shows: it checks its results with assertions (not prints of
+    # True), and every cell holding one ran.
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    checking = [cell for cell in code if CHECK.search(cell.source)]
+    assert checking, f"{path.name} checks none of its results"
+    assert all(cell.get("execution_count") for cell in code)
+    shown = [output.get("text", "") for output in _code_outputs(notebook)]
+    assert not any(BARE_VERDICT.search(text) for text in shown), "print a check, not assert it"
+    html = [
+        o["data"]["text/html"] for o in _code_outputs(notebook) if "text/html" in o.get("data", {})
+    ]
+    if path.name == "quickstart.ipynb":
+        assert any("<svg" in h for h in html), "the decomposition picture is not shown"
+    if path.name == "interop.ipynb":
+        printed = "".join(
+            o.get("text", "")
+            for o in _code_outputs(notebook, "stream")
+            if o.get("name") == "stdout"
+        )
+        # The bad producers are caught and their DAPError shown, and every round trip that
+        # should share memory says so for each of the four ranks.
+        assert "gap: DAPError: partition (2, 0)" in printed
+        assert "overlap: DAPError: partition (2, 0)" in printed
+        assert printed.count("shares memory, per rank: [True, True, True, True]") == 4
 
 
 def _public_members(cls: type, *, own_only: bool = False) -> set[str]:
