@@ -146,6 +146,8 @@ class Map(ABC):
         """Build the map from the normalised v0.10 dicts of every grid rank, in order."""
 
     def _check_rank(self, grid_rank) -> int:
+        if type(grid_rank) is int and 0 <= grid_rank < self._nprocs:  # the common case, fast
+            return grid_rank
         if isinstance(grid_rank, bool) or not isinstance(grid_rank, (int, np.integer)):
             raise TypeError(f"grid rank must be an integer, got {grid_rank!r}")
         if not 0 <= grid_rank < self._nprocs:

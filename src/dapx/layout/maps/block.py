@@ -212,12 +212,15 @@ class BlockMap(Map):
         >>> m.ghost_widths(0), m.as_halo().ghost_widths(0)
         ((0, 1), (1, 1))
         """
-        r = self._check_rank(grid_rank)
-        lo, hi = (int(w) for w in self._padding[r])
-        if self._ghost_edges:
+        return self._ghost(self._check_rank(grid_rank))
+
+    def _ghost(self, r: int) -> tuple[int, int]:
+        # `ghost_widths` of a checked rank; plans call it for every neighbour, so it is lean.
+        padding = self._padding
+        lo, hi = int(padding[r, 0]), int(padding[r, 1])
+        if self._ghost_edges or self._periodic:
             return lo, hi
-        comm_lo, comm_hi = self.is_comm_padding(r)
-        return (lo if comm_lo else 0), (hi if comm_hi else 0)
+        return (lo if r > 0 else 0), (hi if r < self._nprocs - 1 else 0)
 
     def start(self, grid_rank: int) -> int:
         """First global index of the buffer, padding included.
@@ -233,12 +236,12 @@ class BlockMap(Map):
         # shift both by the low edge width, see `dim_dict`).
         """
         r = self._check_rank(grid_rank)
-        return int(self._bounds[r]) - self.ghost_widths(r)[0]
+        return int(self._bounds[r]) - self._ghost(r)[0]
 
     def stop(self, grid_rank: int) -> int:
         """Global index one past the end of the buffer, padding included (see `start`)."""
         r = self._check_rank(grid_rank)
-        return int(self._bounds[r + 1]) + self.ghost_widths(r)[1]
+        return int(self._bounds[r + 1]) + self._ghost(r)[1]
 
     # -- Map interface ---------------------------------------------------------
     def local_length(self, grid_rank):
