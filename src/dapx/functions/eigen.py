@@ -134,6 +134,11 @@ _EPS = float(np.finfo(np.float64).eps)
 _WHOLE = (slice(None), slice(None))
 
 
+def _check_block_size(block_size) -> None:
+    if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+
+
 class Tournament:
     """The round-robin schedule of ``2m`` column blocks over ``P`` ranks, ``k`` pairs each.
 
@@ -154,10 +159,7 @@ class Tournament:
     """
 
     def __init__(self, n: int, nranks: int, block_size: int | None = None):
-        if block_size is not None and (
-            not isinstance(block_size, (int, np.integer)) or block_size < 1
-        ):
-            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+        _check_block_size(block_size)
         nb = block_size or min(NB, max(1, -(-n // (2 * nranks))))
         self.n, self.nranks = n, nranks
         self.k = max(1, -(-n // (2 * nranks * nb)))
@@ -346,8 +348,7 @@ def _solve(a: DistributedArray, UPLO: str, block_size, vectors: bool, method: st
     upper, real_t, result_t = _check(a, UPLO)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if block_size is not None and (not isinstance(block_size, (int, np.integer)) or block_size < 1):
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    _check_block_size(block_size)
     if method == "tridiagonal" and tridiagonal.scipy_lapack() is None:
         raise ImportError("eigh(method='tridiagonal') needs SciPy's LAPACK: pip install scipy")
     work = np.dtype(np.complex128 if result_t.kind == "c" else np.float64)

@@ -115,25 +115,10 @@ def _columns(dist: Distribution, backend) -> dict[int, np.ndarray]:
     return {r: dist.maps[1].global_indices(r) for r in backend.local_ranks}
 
 
-def _owner(j: int, nb: int, nranks: int) -> int:
-    return (j // nb) % nranks
-
-
-class _Places:
-    """Where block-cyclic columns live: each column's rank and local index, each rank's count."""
-
-    def __init__(self, n: int, nb: int, nranks: int):
-        g = np.arange(n)
-        self.nb, self.nranks = nb, nranks
-        self.rank = (g // nb) % nranks
-        self.local = (g // (nb * nranks)) * nb + g % nb
-        self.offsets = nb * np.arange(nranks)
-        self.total = self.held_before(n)
-
-    def held_before(self, j: int) -> np.ndarray:
-        """How many of the columns ``0 .. j - 1`` each rank holds."""
-        cycles, rest = divmod(j, self.nb * self.nranks)
-        return cycles * self.nb + np.minimum(np.maximum(rest - self.offsets, 0), self.nb)
+def _places(dist: Distribution, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's rank and local index (the column map's own `owner`)."""
+    rank, local = dist.maps[1].owner(np.arange(n))
+    return rank, local
 
 
 def reduce_to_tridiagonal(h: dict, dist: Distribution, backend):
@@ -159,18 +144,21 @@ def reduce_to_tridiagonal(h: dict, dist: Distribution, backend):
     n, nranks = dist.global_shape[0], backend.nranks
     nb = dist.maps[1].block_size
     dtype = next(iter(h.values())).dtype
-    cols, places = _columns(dist, backend), _Places(n, nb, nranks)
+    cols = _columns(dist, backend)
+    rank_of, local_of = _places(dist, n)
+    held = np.bincount(rank_of, minlength=nranks)  # columns per rank
+    passed = np.zeros(nranks, np.intp)  # columns 0 .. j per rank, as j advances
     d, e = np.zeros(n), np.zeros(max(n - 1, 0))
     taus = np.zeros(max(n - 1, 0), dtype)
     for k0 in range(0, n - 1, nb):
         k1 = min(k0 + nb, n - 1)
-        owner = _owner(k0, nb, nranks)
+        owner = int(rank_of[k0])  # a panel is one block: one rank's
         v_panel = np.zeros((n, k1 - k0), dtype)
         w_panel = np.zeros((n, k1 - k0), dtype)
         for t, j in enumerate(range(k0, k1)):
             message = None
             if owner in h:
-                lc = int(np.searchsorted(cols[owner], j))
+                lc = int(local_of[j])
                 a = h[owner][j:, lc].copy()
                 if t:
                     a -= v_panel[j:, :t] @ w_panel[j, :t].conj()
@@ -182,9 +170,13 @@ def reduce_to_tridiagonal(h: dict, dist: Distribution, backend):
             d[j], e[j], taus[j] = message[0].real, message[1].real, message[2]
             v = message[3:]
             v_panel[j + 1 :, t] = v
-            w_panel[j + 1 :, t] = _times_reflector(
-                h, cols, places, v, v_panel, w_panel, j, t, taus[j], backend
+            passed[owner] += 1
+            y = _trailing_times(
+                h, cols, (rank_of, local_of, held, passed), v, v_panel, w_panel, j, t, backend
             )
+            w = taus[j] * y
+            w -= 0.5 * taus[j] * np.vdot(w, v) * v
+            w_panel[j + 1 :, t] = w
         for r, block in h.items():  # the right-looking update of the trailing columns
             s = int(np.searchsorted(cols[r], k1))
             if s < block.shape[1]:
@@ -192,21 +184,23 @@ def reduce_to_tridiagonal(h: dict, dist: Distribution, backend):
                 block[k1:, s:] -= v_panel[k1:] @ w_panel[c].conj().T
                 block[k1:, s:] -= w_panel[k1:] @ v_panel[c].conj().T
     if n:
-        owner = _owner(n - 1, nb, nranks)
+        owner = int(rank_of[n - 1])
         last = h[owner][n - 1, -1].real if owner in h else None
         d[n - 1] = backend.bcast_array(last, owner, (), np.float64)
     return d, e, taus
 
 
-def _times_reflector(h, cols, places, v, v_panel, w_panel, j, t, tau, backend) -> np.ndarray:
-    """``w = tau y - tau (w^H v) v / 2`` with ``y`` the trailing matrix times `v`.
+def _trailing_times(h, cols, places, v, v_panel, w_panel, j, t, backend) -> np.ndarray:
+    """``y``: the trailing matrix (rows and columns ``j + 1:``) times the reflector `v`.
 
     Each rank gives the rows of ``y`` its columns hold (``A`` is Hermitian:
     ``(A v)_i = conj(v^H A[:, i])``), corrected for the panel's earlier
     reflectors; one allgather of equal-length pieces assembles ``y``.
+    `places` is each column's rank and local index, each rank's count of
+    columns, and of columns ``0 .. j``.
     """
-    first = places.held_before(j + 1)  # each rank's first local column after j
-    width = int((places.total - first).max())
+    rank_of, local_of, held, first = places
+    width = int((held - first).max())
     wv = w_panel[j + 1 :, :t].conj().T @ v
     vv = v_panel[j + 1 :, :t].conj().T @ v
     pieces = {}
@@ -220,11 +214,8 @@ def _times_reflector(h, cols, places, v, v_panel, w_panel, j, t, tau, backend) -
         piece[: len(y)] = y
         pieces[r] = piece
     gathered = backend.allgather_array(pieces)
-    rank = places.rank[j + 1 :]
-    y = gathered[rank, places.local[j + 1 :] - first[rank]]
-    w = tau * y
-    w -= 0.5 * tau * np.vdot(w, v) * v
-    return w
+    rank = rank_of[j + 1 :]
+    return gathered[rank, local_of[j + 1 :] - first[rank]]
 
 
 def tridiagonal_eigenvalues(d: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -341,17 +332,17 @@ def back_transform(h: dict, dist: Distribution, taus: np.ndarray, z: dict, backe
     (``I - V_p T_p V_p^H = H_k0 ... H_k1-1``, LAPACK's ``larft``), every rank
     applies it to its rows ``k0 + 1:`` of ``Z``.
     """
-    n, nranks = dist.global_shape[0], backend.nranks
+    n = dist.global_shape[0]
     nb = dist.maps[1].block_size
     dtype = next(iter(h.values())).dtype  # float64 or complex128 on every rank; Z is real
     out = {r: b.astype(dtype) for r, b in z.items()}
-    cols = _columns(dist, backend)
+    rank_of, local_of = _places(dist, n)
     for k0 in reversed(range(0, n - 1, nb)):
         k1 = min(k0 + nb, n - 1)
-        owner, kb = _owner(k0, nb, nranks), k1 - k0
+        owner, kb = int(rank_of[k0]), k1 - k0
         panel = None
         if owner in h:
-            lc = int(np.searchsorted(cols[owner], k0))
+            lc = int(local_of[k0])
             v = np.tril(h[owner][k0 + 1 :, lc : lc + kb])  # the unit lower trapezoid
             t = np.zeros((kb, kb), v.dtype)
             for i in range(kb):
